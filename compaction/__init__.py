@@ -1,0 +1,89 @@
+"""compaction: keep long-running LLM agents inside their context window.
+
+A :class:`CompactionPipeline` stacks :class:`Strategy` layers, cheapest first; each is asked
+only while the conversation is over target, its answer is taken only when it is smaller, and
+once under target nothing below runs.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from . import events
+from .budget import Budget
+from .messages import Message, ToolCall, assistant, system, tool, user
+from .pipeline import CompactionPipeline
+from .registry import ConfigError, UnknownStrategyError, ladder_from_config, load_ladder, registry
+from .result import Applied, CompactionResult, Declined
+from .strategy import Capabilities, Strategy
+from .tokens import (
+    ApproximateCounter,
+    EncodingUnavailableError,
+    TiktokenCounter,
+    TokenCounter,
+)
+from .transcript import parse
+from .validate import InvalidConversationError, is_valid, validate
+
+__version__ = "0.1.0"
+
+# Strategies and integrations load on first use, so `import compaction` stays cheap and the
+# core never imports what a user did not ask for.
+_LAZY = {
+    "ToolResults": "compaction.strategies.tool_results",
+    "SlidingWindow": "compaction.strategies.sliding_window",
+    "Truncate": "compaction.strategies.truncate",
+    "Summary": "compaction.strategies.summary",
+}
+
+if TYPE_CHECKING:
+    from .strategies.sliding_window import SlidingWindow
+    from .strategies.summary import Summary
+    from .strategies.tool_results import ToolResults
+    from .strategies.truncate import Truncate
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'compaction' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+__all__ = [
+    "Applied",
+    "ApproximateCounter",
+    "Budget",
+    "Capabilities",
+    "CompactionPipeline",
+    "CompactionResult",
+    "ConfigError",
+    "Declined",
+    "EncodingUnavailableError",
+    "InvalidConversationError",
+    "Message",
+    "SlidingWindow",
+    "Strategy",
+    "Summary",
+    "TiktokenCounter",
+    "TokenCounter",
+    "ToolCall",
+    "ToolResults",
+    "Truncate",
+    "UnknownStrategyError",
+    "__version__",
+    "assistant",
+    "events",
+    "is_valid",
+    "ladder_from_config",
+    "load_ladder",
+    "parse",
+    "registry",
+    "system",
+    "tool",
+    "user",
+    "validate",
+]

@@ -1,0 +1,56 @@
+"""The size a conversation must fit: an int, or a :class:`Budget` that reserves room for a reply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+__all__ = ["Budget", "resolve_target"]
+
+
+def _positive_int(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"Budget.{attribute.name} must be an int, got {type(value).__name__}")
+
+
+@attrs.frozen(slots=True)
+class Budget:
+    """``max_tokens`` the model takes, of which ``reserved_tokens`` are kept for its answer.
+
+    The conversation must fit in ``available = max_tokens - reserved_tokens``.
+    """
+
+    max_tokens: int = attrs.field(validator=_positive_int)
+    reserved_tokens: int = attrs.field(default=0, validator=_positive_int)
+
+    def __attrs_post_init__(self) -> None:
+        if self.max_tokens <= 0:
+            raise ValueError(f"Budget.max_tokens must be positive, got {self.max_tokens}")
+        if self.reserved_tokens < 0:
+            raise ValueError(
+                f"Budget.reserved_tokens must not be negative, got {self.reserved_tokens}"
+            )
+        if self.reserved_tokens >= self.max_tokens:
+            raise ValueError(
+                f"Budget.reserved_tokens ({self.reserved_tokens}) must be less than max_tokens "
+                f"({self.max_tokens}): nothing would be left for the conversation"
+            )
+
+    @property
+    def available(self) -> int:
+        """Tokens the conversation may take."""
+        return self.max_tokens - self.reserved_tokens
+
+
+def resolve_target(target: int | Budget) -> int:
+    """The token limit ``target`` stands for; a clear error for anything else."""
+    if isinstance(target, Budget):
+        return target.available
+    if isinstance(target, bool) or not isinstance(target, int):
+        raise TypeError(
+            f"target must be a positive int or a Budget, got {type(target).__name__} {target!r}"
+        )
+    if target <= 0:
+        raise ValueError(f"target must be a positive number of tokens, got {target}")
+    return target

