@@ -1,0 +1,325 @@
+"""A summariser with no model: it extracts, it does not write.
+
+:class:`ExtractiveSummarizer` reads the rendered transcript (see
+:func:`~compaction.summarizers.base.render_transcript`) and fills the fixed sections from the
+text itself: the user's request, decision-like sentences, which tools ran how often, every
+identifier copied exactly, and the last state reached. It is offline, deterministic and free,
+which is why it is the embedded default: the whole ladder works with no API key.
+
+Every section is capped so the summary is much smaller than what it replaces, except file
+paths and URLs: those are what an agent needs to find its way back, so every one is kept
+(once). Earlier summaries in the transcript are parsed back into their sections and merged,
+so combining summaries loses no path either.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from typing import Final
+
+import attrs
+
+from .base import SECTIONS, SUMMARY_LABEL
+
+__all__ = ["ExtractiveSummarizer", "extract_paths"]
+
+_HEADER = re.compile(r"^--- (.+) ---$", re.MULTILINE)
+_CALL = re.compile(r"^tool call: (.+) \(([^()]*)\)$")
+_RESULT = re.compile(r"^tool result: (.+) \(([^()]*)\)$")
+
+# A path-like token is a maximal run of characters that are not separators, holding a "/".
+# Deliberately generous ("and/or" counts): dropping a real path costs the agent far more than
+# keeping a harmless extra token.
+_TOKEN = re.compile(r"[^\s'\"`()\[\]{}<>,;|&=]+")
+_LEAD = ":*#@!?$%^+"
+_TRAIL = ".:*#@!?$%^+-"
+_LETTER = re.compile(r"[A-Za-z]")
+
+_UUID = re.compile(
+    r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
+)
+_SHA = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+_ISSUE = re.compile(r"(?<![\w&])#\d{1,7}\b")
+_ERROR = re.compile(
+    r"(\b\w*(Error|Exception)\b|\bTraceback\b|\bFAILED\b|\bFAIL:|\bfatal:|\berror:|\bpanic:)"
+)
+_DECISION = re.compile(
+    r"\b(decid\w*|instead|because|plan|approach|should|I'll|I will|let's|going to|need to|"
+    r"the fix|the issue|root cause)\b",
+    re.IGNORECASE,
+)
+_COMMAND_KEYS: Final = ("command", "cmd", "script")
+
+_NONE = "- none"
+
+
+def extract_paths(text: str) -> list[str]:
+    """Every path-like token in ``text`` (URLs included), in order of first appearance, once."""
+    seen: dict[str, None] = {}
+    for match in _TOKEN.finditer(text):
+        token = match.group().lstrip(_LEAD).rstrip(_TRAIL)
+        if "/" in token and _LETTER.search(token):
+            seen.setdefault(token, None)
+    return list(seen)
+
+
+def _cut(text: str, limit: int) -> str:
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _newest(items: list[str], limit: int) -> list[str]:
+    """The newest ``limit`` distinct items, oldest first."""
+    seen: dict[str, None] = {}
+    for item in reversed(items):
+        if item and item not in seen:
+            seen[item] = None
+            if len(seen) == limit:
+                break
+    return list(reversed(seen))
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(i for i in items if i))
+
+
+@attrs.define
+class _Digest:
+    """What a stretch of conversation boils down to, mergeable with an earlier digest."""
+
+    objective: str = ""
+    decisions: list[str] = attrs.field(factory=list)
+    messages: int = 0
+    tools: Counter[str] = attrs.field(factory=Counter)
+    steps: list[str] = attrs.field(factory=list)
+    paths: list[str] = attrs.field(factory=list)
+    urls: list[str] = attrs.field(factory=list)
+    commands: list[str] = attrs.field(factory=list)
+    ids: list[str] = attrs.field(factory=list)
+    errors: list[str] = attrs.field(factory=list)
+    outstanding: list[str] = attrs.field(factory=list)
+
+    def take_identifiers(self, text: str) -> None:
+        for token in extract_paths(text):
+            (self.urls if "://" in token else self.paths).append(token)
+        self.ids.extend(m.group() for m in _UUID.finditer(text))
+        self.ids.extend(m.group() for m in _SHA.finditer(text))
+        self.ids.extend(m.group() for m in _ISSUE.finditer(text))
+        for line in text.splitlines():
+            if _ERROR.search(line):
+                self.errors.append(_cut(line, 200))
+
+
+class ExtractiveSummarizer:
+    """Offline, deterministic summariser: sections filled by extraction, no model call.
+
+    Options cap the sections that could grow without bound (paths and URLs are never capped):
+    ``max_objective`` characters of the request, ``max_items`` entries per list (decisions,
+    steps, commands, ids, errors; the newest are kept), ``max_line`` characters per entry.
+    """
+
+    name = "extractive"
+
+    def __init__(self, *, max_objective: int = 600, max_items: int = 8, max_line: int = 200):
+        for field, value in (
+            ("max_objective", max_objective),
+            ("max_items", max_items),
+            ("max_line", max_line),
+        ):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(
+                    f"ExtractiveSummarizer {field} must be a positive int, got {value!r}"
+                )
+        self.max_objective = max_objective
+        self.max_items = max_items
+        self.max_line = max_line
+
+    def __repr__(self) -> str:
+        return (
+            f"ExtractiveSummarizer(max_objective={self.max_objective}, "
+            f"max_items={self.max_items}, max_line={self.max_line})"
+        )
+
+    def __call__(self, transcript: str, instructions: str = "") -> str:
+        """Summarise ``transcript`` (``instructions`` are for models; extraction ignores them)."""
+        return self._render(self._digest(transcript))
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def _digest(self, transcript: str) -> _Digest:
+        d = _Digest()
+        last_assistant = ""
+        last_result = ""
+        for label, body in _blocks(transcript):
+            if label == SUMMARY_LABEL:
+                _merge(d, _parse_summary(body))
+                continue
+            d.messages += 1 if not _CALL.match(label) else 0
+            d.take_identifiers(body)
+            if label == "user":
+                if not d.objective and body.strip():
+                    d.objective = _cut(body, self.max_objective)
+            elif label == "assistant":
+                last_assistant = body
+                if body.strip():
+                    d.steps.append(_cut(_first_line(body), self.max_line))
+                for line in body.splitlines():
+                    if _DECISION.search(line) and len(line.strip()) > 8:
+                        d.decisions.append(_cut(line, self.max_line))
+            elif (call := _CALL.match(label)) is not None:
+                d.tools[call.group(1)] += 1
+                for line in body.splitlines():
+                    key, _, value = line.partition(": ")
+                    if key in _COMMAND_KEYS and value.strip():
+                        command = value.strip()
+                        if len(command) <= self.max_line:
+                            d.commands.append(command)
+            elif _RESULT.match(label):
+                last_result = body
+            else:  # a note on dropped messages, or a stray system message
+                d.steps.append(_cut(_first_line(body), self.max_line))
+        state = []
+        if last_assistant.strip():
+            state.append("Last assistant message: " + _cut(last_assistant, self.max_line))
+        tail = [line.strip() for line in last_result.splitlines() if line.strip()][-2:]
+        if tail:
+            state.append("Last tool output: " + " / ".join(_cut(t, self.max_line) for t in tail))
+        if state:
+            d.outstanding = state
+        return d
+
+    # -- writing -----------------------------------------------------------------------------
+
+    def _render(self, d: _Digest) -> str:
+        n = self.max_items
+
+        def bullets(items: list[str]) -> list[str]:
+            return [f"- {i}" for i in items] or [_NONE]
+
+        tools = ", ".join(
+            f"{name} ({count})"
+            for name, count in sorted(d.tools.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+        work = [f"- Messages summarised: {d.messages}"]
+        if tools:
+            work.append(f"- Tools run: {tools}")
+        decided = set(d.decisions)
+        work += [f"- Step: {s}" for s in _newest([s for s in d.steps if s not in decided], n)]
+        ids = []
+        for title, items in (
+            ("Paths", _unique(d.paths)),
+            ("URLs", _unique(d.urls)),
+            ("Commands", _newest(d.commands, n)),
+            ("IDs", _newest(d.ids, n)),
+            ("Errors", _newest(d.errors, n)),
+        ):
+            if items:
+                ids.append(f"{title}:")
+                ids.extend(f"- {i}" for i in items)
+        sections = {
+            "Objective": [d.objective or "(not stated in this part of the conversation)"],
+            "Decisions": bullets(_newest(d.decisions, n)),
+            "Work done": work,
+            "Identifiers": ids or [_NONE],
+            "Outstanding": d.outstanding or [_NONE],
+        }
+        out = []
+        for title in SECTIONS:
+            out.append(f"## {title}")
+            out.extend(sections[title])
+        return "\n".join(out)
+
+
+# -- parsing the rendered transcript and earlier summaries -------------------------------------
+
+
+def _blocks(transcript: str) -> list[tuple[str, str]]:
+    """``(label, body)`` for each rendered message; text before the first header is a user
+    block (a caller that passed bare text still gets an objective)."""
+    out: list[tuple[str, str]] = []
+    matches = list(_HEADER.finditer(transcript))
+    lead = transcript[: matches[0].start()] if matches else transcript
+    if lead.strip():
+        out.append(("user", lead.strip("\n")))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(transcript)
+        out.append((match.group(1), transcript[match.end() : end].strip("\n")))
+    return out
+
+
+_SECTION = re.compile(r"^## (.+)$", re.MULTILINE)
+_TOOL_COUNT = re.compile(r"(\S+) \((\d+)\)")
+_SUBSECTIONS: Final = {
+    "Paths:": "paths",
+    "URLs:": "urls",
+    "Commands:": "commands",
+    "IDs:": "ids",
+    "Errors:": "errors",
+}
+
+
+def _parse_summary(text: str) -> _Digest:
+    """Read an earlier summary back into its parts (ours exactly; any other text loosely)."""
+    d = _Digest()
+    found = {m.group(1).strip(): m for m in _SECTION.finditer(text)}
+    if "Objective" not in found:
+        # Not one of ours (a model wrote it): keep its identifiers and its gist.
+        d.take_identifiers(text)
+        d.steps.append(_cut(_first_line(text), 200))
+        return d
+    bounds = sorted(found.values(), key=lambda m: m.start())
+    parts = {}
+    for i, m in enumerate(bounds):
+        end = bounds[i + 1].start() if i + 1 < len(bounds) else len(text)
+        parts[m.group(1).strip()] = text[m.end() : end].strip("\n").splitlines()
+
+    def items(lines: list[str]) -> list[str]:
+        return [line[2:] for line in lines if line.startswith("- ") and line != _NONE]
+
+    objective = "\n".join(parts.get("Objective", [])).strip()
+    if not objective.startswith("(not stated"):
+        d.objective = objective
+    d.decisions = items(parts.get("Decisions", []))
+    for line in parts.get("Work done", []):
+        if line.startswith("- Messages summarised: "):
+            d.messages += int(line.rsplit(" ", 1)[1]) if line.rsplit(" ", 1)[1].isdigit() else 0
+        elif line.startswith("- Tools run: "):
+            for name, count in _TOOL_COUNT.findall(line[len("- Tools run: ") :]):
+                d.tools[name] += int(count)
+        elif line.startswith("- Step: "):
+            d.steps.append(line[len("- Step: ") :])
+    field = None
+    for line in parts.get("Identifiers", []):
+        if line in _SUBSECTIONS:
+            field = _SUBSECTIONS[line]
+        elif field and line.startswith("- "):
+            getattr(d, field).append(line[2:])
+    d.outstanding = [line for line in parts.get("Outstanding", []) if line and line != _NONE]
+    # Anything a reader added elsewhere in the text still counts.
+    d.take_identifiers(text)
+    return d
+
+
+def _merge(into: _Digest, older: _Digest) -> None:
+    """Fold ``older`` (an earlier summary, met in order) into ``into``."""
+    into.objective = into.objective or older.objective
+    into.decisions += older.decisions
+    into.messages += older.messages
+    into.tools.update(older.tools)
+    into.steps += older.steps
+    into.paths += older.paths
+    into.urls += older.urls
+    into.commands += older.commands
+    into.ids += older.ids
+    into.errors += older.errors
+    if older.outstanding:
+        into.outstanding = older.outstanding
