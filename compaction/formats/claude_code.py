@@ -1,0 +1,247 @@
+"""Claude Code session logs (``~/.claude/projects/*/<session>.jsonl`` and ``subagents/``).
+
+A log is one JSON record per line. Only ``user`` and ``assistant`` records are chat turns;
+the rest (``progress``, ``file-history-snapshot``, ``system``, ``summary``,
+``queue-operation``...) are skipped and counted in :attr:`Loaded.skipped`. Quirks handled:
+
+- Claude Code writes **one line per content block**: the lines of one API message share
+  ``message.id`` and are merged back into one assistant message (``Message.id`` = that id).
+  With parallel calls, results can be logged between the lines of their message; every
+  result is placed right after the message that made the call, in call order.
+- Tool results arrive as ``tool_result`` blocks inside ``user`` lines; each becomes a tool
+  message whose ``id`` is the line's ``uuid``. User text lines keep their ``uuid`` as id.
+- A previous compaction (``isCompactSummary``) is kept where it is, marked as a summary with
+  :func:`compaction.transcript.mark` (strategy ``"claude-code"``), so it is never taken as the
+  task anchor; it records the messages it replaced, which stay in the log before it.
+- Subagent files (``subagents/agent-*.jsonl``, every record ``isSidechain``) read on their own.
+  A main log that also holds sidechain records (older versions) keeps only its main chain.
+- A session killed mid-tool leaves calls unanswered: they get an explicit "no result
+  recorded" result; a result whose call is not in the log is kept as a user message saying
+  so. Both are reported in :attr:`Loaded.repairs`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from ..adapters import AdapterError
+from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
+from ..messages import Message
+from ..transcript import mark
+from .detect import Document
+from .errors import FormatError
+from .loaded import Loaded
+from .repair import repair
+from .validate_loaded import finish
+
+__all__ = ["read_claude_code"]
+
+SOURCE_KEY: Final = "claude_code"
+
+_CHAT: Final = frozenset({"user", "assistant"})
+_KEEP_FIELDS: Final = (
+    "uuid",
+    "timestamp",
+    "isMeta",
+    "isSidechain",
+    "agentId",
+    "sessionId",
+    "isVisibleInTranscriptOnly",
+    "sourceToolUseID",
+)
+
+
+def _source(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: record[k] for k in _KEEP_FIELDS if k in record}
+
+
+class _Assistant:
+    """The lines of one API message, merged."""
+
+    __slots__ = ("blocks", "dropped", "id", "line", "source")
+
+    def __init__(self, key: str, line: int, record: Mapping[str, Any]) -> None:
+        self.id = key
+        self.line = line
+        self.blocks: list[Any] = []
+        self.dropped = 0
+        message = record["message"]
+        self.source: dict[str, Any] = {
+            **_source(record),
+            "uuids": [],
+            "model": message.get("model"),
+            "requestId": record.get("requestId"),
+        }
+
+    def add(self, record: Mapping[str, Any], line: int, path: str | Path) -> None:
+        content = record["message"].get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}] if content else []
+        if not isinstance(content, list):
+            raise FormatError(
+                path, "assistant message content: expected text or a list of blocks", line=line
+            )
+        for block in content:
+            # Claude Code logs a whitespace-only text block ahead of thinking while streaming;
+            # it is no part of the message (the API rejects blank text and wants thinking
+            # first), so it is left out.
+            if (
+                isinstance(block, Mapping)
+                and block.get("type") == "text"
+                and isinstance(block.get("text"), str)
+                and not block["text"].strip()
+            ):
+                self.dropped += 1
+                continue
+            self.blocks.append(block)
+        self.source["uuids"].append(record.get("uuid"))
+        usage = record["message"].get("usage")
+        if usage is not None:
+            self.source["usage"] = usage  # the last line's usage is the message's
+
+
+def read_claude_code(doc: Document, path: str | Path) -> Loaded:
+    records = (
+        doc.records
+        if doc.records is not None
+        else (tuple(enumerate(doc.value, 1)) if isinstance(doc.value, list) else ((1, doc.value),))
+    )
+    skipped: Counter[str] = Counter()
+    chat = []
+    seen_uuids: set[str] = set()
+    boundaries: dict[int, Mapping[str, Any]] = {}
+    last_boundary: Mapping[str, Any] | None = None
+    for line, record in records:
+        kind = record.get("type")
+        if kind not in _CHAT:
+            skipped[str(kind)] += 1
+            if kind == "system" and record.get("subtype") == "compact_boundary":
+                metadata = record.get("compactMetadata")
+                last_boundary = metadata if isinstance(metadata, Mapping) else {}
+            continue
+        if record.get("isCompactSummary") and last_boundary is not None:
+            boundaries[line] = last_boundary
+            last_boundary = None
+        uuid = record.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in seen_uuids:  # the same line logged twice (resumed sessions do this)
+                skipped["duplicate"] += 1
+                continue
+            seen_uuids.add(uuid)
+        if not isinstance(record.get("message"), Mapping):
+            raise FormatError(
+                path,
+                f"a {kind!r} record without a 'message' object; expected "
+                "Claude Code's {'type', 'uuid', 'message': {...}} records",
+                line=line,
+            )
+        chat.append((line, record))
+    if any(not r.get("isSidechain") for _, r in chat):
+        sidechain = sum(1 for _, r in chat if r.get("isSidechain"))
+        if sidechain:
+            skipped["sidechain"] += sidechain
+            chat = [(n, r) for n, r in chat if not r.get("isSidechain")]
+
+    # Positions in order: assistant messages at their first line, user turns at theirs.
+    # Tool results are not positions: they follow the message that made the call.
+    items: list[Any] = []
+    assistants: dict[str, _Assistant] = {}
+    owner: dict[str, _Assistant] = {}
+    results: dict[str, Message] = {}
+    names: dict[str, str] = {}
+    for line, record in chat:
+        message = record["message"]
+        if record["type"] == "assistant":
+            key = message.get("id") or record.get("uuid") or f"line-{line}"
+            target = assistants.get(key)
+            if target is None:
+                target = assistants[key] = _Assistant(key, line, record)
+                items.append(target)
+            target.add(record, line, path)
+            for block in target.blocks:
+                if isinstance(block, Mapping) and block.get("type") == "tool_use":
+                    owner.setdefault(block.get("id"), target)
+                    names[block.get("id")] = block.get("name")
+            continue
+        content = message.get("content")
+        uuid = record.get("uuid")
+        source = _source(record)
+        if isinstance(content, str):
+            items.append(Message("user", content, id=uuid, meta={SOURCE_KEY: source}))
+        elif isinstance(content, list):
+            rest = []
+            for block in content:
+                if not isinstance(block, Mapping):
+                    raise FormatError(path, "user content: expected block objects", line=line)
+                if block.get("type") != "tool_result":
+                    rest.append(block)
+                    continue
+                try:
+                    result = tool_from_block(
+                        block,
+                        None,
+                        names.get(block.get("tool_use_id")),
+                        id=uuid,
+                        meta={SOURCE_KEY: source},
+                    )
+                except AdapterError as exc:
+                    raise FormatError(path, exc.reason, line=line) from None
+                call_id = result.tool_call_id or ""
+                if call_id in owner and call_id not in results:
+                    results[call_id] = result
+                else:
+                    items.append(result)  # an orphan (or a second answer): repaired below
+            if rest:
+                items.append(user_from_blocks(rest, id=uuid, meta={SOURCE_KEY: source}))
+        else:
+            raise FormatError(
+                path, "user message content: expected text or a list of blocks", line=line
+            )
+        if record.get("isCompactSummary"):
+            items[-1] = ("summary", items[-1], boundaries.get(line, {}))
+
+    blank = sum(a.dropped for a in assistants.values())
+    if blank:
+        skipped["blank text block"] = blank
+    messages: list[Message] = []
+    since_summary: list[Message] = []
+    for item in items:
+        if isinstance(item, _Assistant):
+            try:
+                m = assistant_from_blocks(
+                    item.blocks, None, id=item.id, meta={SOURCE_KEY: item.source}
+                )
+            except AdapterError as exc:
+                raise FormatError(path, exc.reason, line=item.line) from None
+            messages.append(m)
+            since_summary.append(m)
+            for call in m.tool_calls:
+                result = results.get(call.id)
+                if result is not None:
+                    messages.append(result)
+                    since_summary.append(result)
+            continue
+        if isinstance(item, tuple):
+            _, m, boundary = item
+            # Claude Code's own record of the compaction (trigger, tokens before) goes along.
+            details = {k: boundary[k] for k in ("trigger", "preTokens") if k in boundary}
+            m = mark(m, strategy="claude-code", kind="summary", replaces=since_summary, **details)
+            since_summary = []
+        else:
+            m = item
+            since_summary.append(m)
+        messages.append(m)
+    fixed, repairs = repair(messages)
+    return finish(
+        Loaded(
+            fixed,
+            "claude-code",
+            str(path),
+            repairs=repairs,
+            skipped=dict(skipped),
+            container="jsonl",
+        )
+    )

@@ -1,0 +1,204 @@
+"""Reading a file's bytes into JSON, and telling the transcript formats apart by content.
+
+Detection looks at what the file holds, not at its name; the name only sharpens the error
+message when the content is none of the shapes we know.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from .errors import FormatError
+
+__all__ = ["Document", "detect", "parse_text", "read_text"]
+
+EXPECTED: Final = (
+    "expected an OpenAI chat (a JSON list of messages, one message per JSONL line, or "
+    '{"messages": [...]}), an Anthropic request ({"system": ..., "messages": [...]}), a '
+    "mini-swe-agent trajectory (*.traj.json), a SWE-agent trajectory (*.traj) or a Claude Code "
+    "session log (*.jsonl)"
+)
+
+# Block types only Anthropic's messages use; OpenAI's parts are text/image_url/input_audio/file.
+_ANTHROPIC_BLOCKS: Final = frozenset(
+    {"tool_use", "tool_result", "thinking", "redacted_thinking", "document", "image"}
+)
+
+
+@attrs.frozen(slots=True)
+class Document:
+    """A parsed file: one JSON ``value``, or JSONL ``records`` as ``(line number, object)``."""
+
+    value: Any = None
+    records: tuple[tuple[int, Mapping[str, Any]], ...] | None = None
+
+    @property
+    def is_jsonl(self) -> bool:
+        return self.records is not None
+
+
+def read_text(path: str | Path) -> str:
+    """The file's text; :class:`FormatError` for a missing, empty or binary file."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise FormatError(path, "no such file") from None
+    except IsADirectoryError:
+        raise FormatError(path, "is a directory; expected a transcript file") from None
+    except OSError as exc:
+        raise FormatError(path, f"cannot read the file ({exc.strerror})") from None
+    return decode(data, path)
+
+
+def decode(data: bytes, path: str | Path) -> str:
+    """``data`` as text; :class:`FormatError` when it is empty or binary."""
+    if not data.strip():
+        raise FormatError(path, f"empty file; {EXPECTED}")
+    if b"\0" in data[:65536]:
+        raise FormatError(path, f"binary file (it contains NUL bytes); {EXPECTED}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(
+            path, f"binary or non-UTF-8 file (undecodable byte at offset {exc.start}); {EXPECTED}"
+        ) from None
+
+
+def parse_text(text: str, path: str | Path) -> Document:
+    """``text`` as one JSON document, or as JSONL when it is one object per line."""
+    try:
+        return Document(value=json.loads(text))
+    except json.JSONDecodeError as whole:
+        lines = [(no, line) for no, line in enumerate(text.splitlines(), 1) if line.strip()]
+        first: Any = None
+        if len(lines) > 1:
+            try:
+                first = json.loads(lines[0][1])
+            except json.JSONDecodeError:
+                first = None
+        if not isinstance(first, dict):
+            raise FormatError(
+                path,
+                f"not JSON ({whole.msg} at line {whole.lineno}, column {whole.colno}); {EXPECTED}",
+            ) from None
+    records = []
+    last = lines[-1][0]
+    for no, line in lines:
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as exc:
+            hint = " (the last line looks truncated)" if no == last else ""
+            raise FormatError(
+                path,
+                f"not valid JSON ({exc.msg} at column {exc.colno}){hint}; expected one JSON "
+                "object per line",
+                line=no,
+            ) from None
+        if not isinstance(value, dict):
+            raise FormatError(
+                path, f"expected a JSON object on every line, got {type(value).__name__}", line=no
+            )
+        records.append((no, value))
+    return Document(records=tuple(records))
+
+
+def chat_flavor(messages: Sequence[Any], *, has_system_key: bool = False) -> str:
+    """``"anthropic"`` or ``"openai"`` for a list of chat messages (OpenAI when undecided)."""
+    if has_system_key:
+        return "anthropic"
+    for m in messages:
+        if not isinstance(m, Mapping):
+            continue
+        if m.get("role") in ("system", "developer", "tool") or "tool_calls" in m:
+            return "openai"
+        content = m.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, Mapping) and block.get("type") in _ANTHROPIC_BLOCKS:
+                    return "anthropic"
+    return "openai"
+
+
+def _is_claude_code_record(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and isinstance(value.get("type"), str)
+        and "role" not in value
+        and any(k in value for k in ("uuid", "sessionId", "messageId", "message", "leafUuid"))
+    )
+
+
+def _is_message(value: Any) -> bool:
+    return isinstance(value, Mapping) and isinstance(value.get("role"), str)
+
+
+def _hint(path: str | Path) -> str:
+    name = Path(path).name
+    if name.endswith(".traj.json"):
+        return (
+            "; a *.traj.json file should be a mini-swe-agent trajectory: an object with a "
+            "'messages' list"
+        )
+    if name.endswith(".traj"):
+        return "; a *.traj file should be a SWE-agent trajectory: an object with a 'history' list"
+    if name.endswith(".jsonl"):
+        return (
+            "; a *.jsonl file should hold one Claude Code record (with 'type') or one chat "
+            "message (with 'role') per line"
+        )
+    return ""
+
+
+def detect(doc: Document, path: str | Path) -> str:
+    """The format of ``doc``: one of :data:`compaction.formats.FORMATS`."""
+    if doc.records is not None:
+        no, first = doc.records[0]
+        if _is_message(first):
+            return chat_flavor([r for _, r in doc.records])
+        if _is_claude_code_record(first):
+            return "claude-code"
+        raise FormatError(
+            path,
+            "unknown record shape: neither a chat message (with 'role') nor a Claude Code "
+            f"record (with 'type' and 'uuid'); {EXPECTED}{_hint(path)}",
+            line=no,
+        )
+    value = doc.value
+    if isinstance(value, Mapping):
+        if isinstance(value.get("history"), list):
+            return "swe-agent"
+        if isinstance(value.get("messages"), list):
+            info = value.get("info")
+            fmt = value.get("trajectory_format")
+            if (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
+                isinstance(info, Mapping) and "mini_version" in info
+            ):
+                return "mini-swe-agent"
+            return chat_flavor(value["messages"], has_system_key="system" in value)
+        if _is_claude_code_record(value):
+            return "claude-code"
+        if _is_message(value):
+            return "openai"
+        keys = ", ".join(sorted(map(str, value))[:8]) or "none"
+        raise FormatError(
+            path, f"unknown shape: a JSON object with keys {keys}; {EXPECTED}{_hint(path)}"
+        )
+    if isinstance(value, list):
+        if all(_is_message(m) for m in value):
+            return chat_flavor(value)
+        if all(_is_claude_code_record(m) for m in value):
+            return "claude-code"
+        bad = next(i for i, m in enumerate(value) if not _is_message(m))
+        raise FormatError(
+            path,
+            f"unknown shape: item {bad} of the list is not a chat message (no 'role'); "
+            f"{EXPECTED}{_hint(path)}",
+        )
+    raise FormatError(
+        path, f"unknown shape: a JSON {type(value).__name__}; {EXPECTED}{_hint(path)}"
+    )

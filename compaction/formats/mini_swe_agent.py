@@ -1,0 +1,124 @@
+"""mini-swe-agent trajectories (``*.traj.json``).
+
+mini-swe-agent talks to the model in plain text: each assistant turn is asked for exactly one
+fenced ```bash block, which the environment runs, replying with the output as the next user
+message. We make that explicit: the single block of an assistant turn becomes a ``bash`` tool
+call (``{"command": ...}``), removed from the text, and the reply becomes its tool result. A turn
+with no block or several blocks ran nothing (the environment answered with a format error), so
+it stays plain text, and so does the reply. Newer trajectories that already use tool calls are
+read as the OpenAI messages they are.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from ..adapters import AdapterError
+from ..adapters.openai import message_from_openai
+from ..messages import Message, ToolCall
+from .detect import Document
+from .errors import FormatError
+from .loaded import Loaded
+from .repair import repair
+from .validate_loaded import finish
+
+__all__ = ["ACTION_REGEX", "read_mini_swe_agent"]
+
+#: mini-swe-agent's own default ``action_regex``.
+ACTION_REGEX: Final = r"```bash\s*\n(.*?)\n```"
+
+SOURCE_KEY: Final = "mini_swe_agent"
+
+
+def _action_regex(value: Mapping[str, Any]) -> re.Pattern[str]:
+    info = value.get("info")
+    config = info.get("config") if isinstance(info, Mapping) else None
+    agent = config.get("agent") if isinstance(config, Mapping) else None
+    pattern = agent.get("action_regex") if isinstance(agent, Mapping) else None
+    return re.compile(pattern if isinstance(pattern, str) else ACTION_REGEX, re.DOTALL)
+
+
+def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
+    value = doc.value
+    raw = value["messages"]
+    regex = _action_regex(value)
+    native = any(
+        isinstance(m, Mapping) and (m.get("role") == "tool" or m.get("tool_calls")) for m in raw
+    )
+    messages: list[Message] = []
+    pending: ToolCall | None = None
+    calls = 0
+    seen_ids: set[str] = set()
+    for index, m in enumerate(raw):
+        if not isinstance(m, Mapping) or not isinstance(m.get("content", ""), str | list | None):
+            raise FormatError(
+                path, f"message {index}: expected an object with 'role' and 'content'"
+            )
+        extra = m.get("extra")
+        source = {"extra": extra} if extra is not None else {}
+        msg_id = _response_id(extra, seen_ids)
+        if native:
+            try:
+                base = message_from_openai({k: v for k, v in m.items() if k != "extra"}, index)
+                messages.append(base.replace(id=msg_id, meta={**base.meta, SOURCE_KEY: source}))
+            except AdapterError as exc:
+                raise FormatError(path, str(exc)) from None
+            continue
+        role, content = m.get("role"), m.get("content") or ""
+        if isinstance(content, list):
+            content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+        if role not in ("system", "user", "assistant"):
+            raise FormatError(
+                path, f"message {index}: unknown role {role!r}; expected system, user or assistant"
+            )
+        if role == "user" and pending is not None:
+            messages.append(
+                Message(
+                    "tool",
+                    content,
+                    tool_call_id=pending.id,
+                    name="bash",
+                    meta={SOURCE_KEY: source},
+                    id=msg_id,
+                )
+            )
+            pending = None
+            continue
+        if role == "assistant":
+            blocks = regex.findall(content)
+            if len(blocks) == 1:
+                calls += 1
+                match = regex.search(content)
+                assert match is not None
+                text = (content[: match.start()] + content[match.end() :]).strip()
+                pending = ToolCall(
+                    f"call_{calls}", "bash", json.dumps({"command": blocks[0]}, ensure_ascii=False)
+                )
+                messages.append(
+                    Message(
+                        "assistant",
+                        text,
+                        tool_calls=(pending,),
+                        meta={SOURCE_KEY: {**source, "content": content}},
+                        id=msg_id,
+                    )
+                )
+                continue
+            pending = None
+        messages.append(Message(role, content, meta={SOURCE_KEY: source}, id=msg_id))
+    fixed, repairs = repair(messages)
+    return finish(Loaded(fixed, "mini-swe-agent", str(path), repairs=repairs, container="object"))
+
+
+def _response_id(extra: Any, seen: set[str]) -> str | None:
+    """The provider's response id of an assistant turn, when present and not reused."""
+    response = extra.get("response") if isinstance(extra, Mapping) else None
+    rid = response.get("id") if isinstance(response, Mapping) else None
+    if not isinstance(rid, str) or not rid or rid in seen:
+        return None
+    seen.add(rid)
+    return rid
