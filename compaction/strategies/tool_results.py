@@ -1,0 +1,191 @@
+"""ToolResults: old tool output gives way first, replaced by a placeholder.
+
+Tool output is most of a long agent run's tokens, and the oldest of it is what the model needs
+least: it has already acted on it, and it can run the tool again. So this layer replaces old
+results, oldest first, with a short placeholder that names the tool (and its arguments, when
+they are short) and says so. It keeps the result's ``tool_call_id``, so the call stays answered
+and the conversation stays one a provider accepts, and it stops the moment the conversation is
+under target, so the newest output survives longest.
+
+Each message is counted once (the counter caches it) and the running total is integer
+arithmetic, never a recount of the whole conversation per replacement: LangChain's tool
+clearing recounts per clear and goes quadratic on long runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import ClassVar, Final
+
+from ..messages import Message, ToolCall
+from ..strategy import Capabilities, Strategy
+from ..tokens import TokenCounter
+from ..transcript import mark, parse, provenance
+from ..validate import validate
+
+__all__ = ["DEFAULT_PLACEHOLDER", "ToolResults"]
+
+#: The text a cleared result gets. ``{name}`` is the tool, ``{args}`` its arguments (empty when
+#: there are none, "…" when they are too long to be worth repeating), ``{call_id}`` the call.
+DEFAULT_PLACEHOLDER: Final = (
+    "[Output of {name}({args}) cleared to save context. Call the tool again if you need it.]"
+)
+
+#: Arguments longer than this are not repeated in the placeholder: a placeholder that carries
+#: a whole file's worth of arguments saves nothing.
+MAX_ARGS_CHARS: Final = 120
+
+
+def _render_args(call: ToolCall | None) -> str:
+    if call is None:
+        return ""
+    text = call.arguments.strip()
+    if text in ("", "{}", "null"):
+        return ""
+    if len(text) > MAX_ARGS_CHARS:
+        return "…"
+    return text
+
+
+def _check_int(option: str, value: object, minimum: int, why: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"ToolResults {option} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"ToolResults {option} must be >= {minimum}, got {value}: {why}")
+    return value
+
+
+class ToolResults(Strategy):
+    """Replaces old tool results with a placeholder naming the tool, oldest first."""
+
+    name: ClassVar[str] = "tool_results"
+    capabilities: ClassVar[Capabilities] = Capabilities(model_call=False, lossless=False)
+
+    def __init__(
+        self,
+        *,
+        keep_steps: int = 1,
+        min_tokens: int = 50,
+        exclude_tools: Iterable[str] = (),
+        placeholder: str = DEFAULT_PLACEHOLDER,
+    ) -> None:
+        """
+        - ``keep_steps``: the newest tool-calling steps (assistant message + its results) that
+          are never touched. At least 1: the model has not acted on the newest output yet, so
+          clearing it would make it call the same tool again at once.
+        - ``min_tokens``: results smaller than this are left alone (a placeholder would save
+          next to nothing, and the model loses the text).
+        - ``exclude_tools``: tool names whose results are never touched (a single name is
+          taken as one name, not as its letters).
+        - ``placeholder``: a format string with the fields ``{name}``, ``{args}`` and
+          ``{call_id}``; checked here, so a typo fails at construction, not mid-run.
+        """
+        self.keep_steps = _check_int(
+            "keep_steps",
+            keep_steps,
+            1,
+            "the newest step's output has not been acted on by the model yet, so at least "
+            "one step must be kept",
+        )
+        self.min_tokens = _check_int(
+            "min_tokens", min_tokens, 0, "it is a size in tokens below which results are kept"
+        )
+        if isinstance(exclude_tools, str):
+            exclude_tools = (exclude_tools,)
+        names = tuple(exclude_tools)
+        for tool_name in names:
+            if not isinstance(tool_name, str):
+                raise TypeError(
+                    f"ToolResults exclude_tools must hold tool names (str), "
+                    f"got {type(tool_name).__name__} {tool_name!r}"
+                )
+        self.exclude_tools: frozenset[str] = frozenset(names)
+        if not isinstance(placeholder, str):
+            raise TypeError(
+                f"ToolResults placeholder must be a str, got {type(placeholder).__name__}"
+            )
+        try:
+            placeholder.format(name="tool", args="{}", call_id="call_0")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"ToolResults placeholder {placeholder!r} does not format: {exc!r}. "
+                "It may use the fields {name}, {args} and {call_id}; write literal braces "
+                "as {{ and }}"
+            ) from None
+        self.placeholder = placeholder
+
+    # -- the seed-000 protocol -------------------------------------------------------------
+
+    def explain(self) -> str:
+        excluded = (
+            f", never touching {', '.join(sorted(self.exclude_tools))}"
+            if self.exclude_tools
+            else ""
+        )
+        steps = "step" if self.keep_steps == 1 else "steps"
+        return (
+            "Replaces old tool results, oldest first, with a placeholder naming the tool until "
+            f"the conversation is under target, keeping the newest {self.keep_steps} "
+            f"tool-calling {steps} and results under {self.min_tokens} tokens{excluded}."
+        )
+
+    def can_handle(self, messages: Sequence[Message]) -> float:
+        """1.0 when some tool result lies outside the kept steps, else 0.0."""
+        steps = [g for g in parse(messages).groups if g.kind == "step"]
+        for group in steps[: max(0, len(steps) - self.keep_steps)]:
+            if group.end - group.start > 1:
+                return 1.0
+        return 0.0
+
+    # -- the work --------------------------------------------------------------------------
+
+    def placeholder_for(self, result: Message, call: ToolCall | None) -> Message:
+        """The placeholder message that stands for ``result`` (provenance in ``meta``)."""
+        tool_name = call.name if call is not None else (result.name or "tool")
+        text = self.placeholder.format(
+            name=tool_name, args=_render_args(call), call_id=result.tool_call_id
+        )
+        return mark(
+            result.replace(content=text),
+            strategy=self.name,
+            kind="placeholder",
+            replaces=[result],
+            tool=tool_name,
+        )
+
+    def rewrite(
+        self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
+    ) -> Sequence[Message] | None:
+        # Invalid input is refused with the provider's own complaint, never made worse.
+        validate(messages)
+        total = counter.count_messages(messages)  # cached counts: a sum, no encoding
+        if total <= target:
+            return None
+        transcript = parse(messages)
+        steps = [g for g in transcript.groups if g.kind == "step"]
+        out: list[Message] | None = None
+        for group in steps[: max(0, len(steps) - self.keep_steps)]:
+            calls = {call.id: call for call in messages[group.start].tool_calls}
+            for i in range(group.start + 1, group.end):
+                if total <= target:
+                    return out
+                old = messages[i]
+                record = provenance(old)
+                if record is not None and record.get("kind") == "placeholder":
+                    continue
+                call = calls.get(old.tool_call_id or "")
+                tool_name = call.name if call is not None else old.name
+                if tool_name in self.exclude_tools:
+                    continue
+                old_tokens = counter.count(old)
+                if old_tokens < self.min_tokens:
+                    continue
+                new = self.placeholder_for(old, call)
+                new_tokens = counter.count(new)
+                if new_tokens >= old_tokens:
+                    continue
+                if out is None:
+                    out = list(messages)
+                out[i] = new
+                total += new_tokens - old_tokens
+        return out

@@ -1,0 +1,279 @@
+"""Truncate: a single message too long to keep whole is cut to a limit.
+
+Some messages are too big on their own: a 600-character reply where 500 will do (seed 001), a
+pasted log, a tool dump. Cutting them keeps the conversation's shape (every call still
+answered, nothing dropped) at the price of their middle or end. The cut is said in the text, so
+the model knows something is missing, and recorded in ``meta["compaction"]`` (kind
+``"truncated"``, with ``original_chars`` and ``kept``), so code knows without parsing text.
+
+As a ladder layer it works oldest first and stops at target, and never touches system messages
+(unless ``"system"`` is in ``roles``) or the task anchor, the newest real user message (unless
+``include_anchor``): those are what the model is working from. As a plain per-message limit,
+whatever the target, use :meth:`Truncate.truncate_message` or :meth:`Truncate.limit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import ClassVar, Final, Literal
+
+from ..messages import ROLES, Message
+from ..strategy import Capabilities, Strategy
+from ..tokens import ApproximateCounter, TokenCounter
+from ..transcript import is_note, mark, parse, provenance
+from ..validate import validate
+
+__all__ = ["DEFAULT_MARKER", "Truncate"]
+
+Keep = Literal["head", "tail", "both"]
+_KEEPS: Final = ("head", "tail", "both")
+
+#: Where text was cut. ``{cut}`` is the number of characters cut (``{cut:,}`` groups digits).
+DEFAULT_MARKER: Final = "\n[… {cut:,} characters cut …]\n"
+
+#: The largest cut a marker is sized for when checking, at construction, that it fits the
+#: limit at all (a cut of a gigabyte of text).
+_LARGE_CUT: Final = 10**9
+
+
+class Truncate(Strategy):
+    """Cuts single messages that are too long to keep whole, marking the cut."""
+
+    name: ClassVar[str] = "truncate"
+    capabilities: ClassVar[Capabilities] = Capabilities(model_call=False, lossless=False)
+
+    def __init__(
+        self,
+        *,
+        max_chars: int | None = None,
+        max_tokens: int | None = None,
+        roles: Iterable[str] = ("user", "assistant", "tool"),
+        keep: Keep = "head",
+        include_anchor: bool = False,
+        marker: str = DEFAULT_MARKER,
+    ) -> None:
+        """
+        - ``max_chars`` or ``max_tokens`` (exactly one, positive): the most a message's content
+          may take, marker included. ``max_tokens`` is the message's whole cost by the run's
+          counter (envelope and tool calls too); only its content is cut.
+        - ``roles``: the roles whose messages may be cut. System messages only when
+          ``"system"`` is listed: they are the instructions everything else depends on.
+        - ``keep``: ``"head"`` (the start; replies and requests lead with the point),
+          ``"tail"`` (the end; where logs and test runs put the error) or ``"both"``.
+        - ``include_anchor``: whether the task anchor (the newest real user message) may be cut.
+        - ``marker``: the text put where the cut was, a format string with ``{cut}``.
+        """
+        if (max_chars is None) == (max_tokens is None):
+            raise ValueError(
+                "Truncate needs exactly one limit: max_chars=... or max_tokens=..., "
+                f"got max_chars={max_chars!r}, max_tokens={max_tokens!r}"
+            )
+        for option, value in (("max_chars", max_chars), ("max_tokens", max_tokens)):
+            if value is None:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise TypeError(f"Truncate {option} must be an int, got {type(value).__name__}")
+            if value <= 0:
+                raise ValueError(f"Truncate {option} must be positive, got {value}")
+        if isinstance(roles, str):
+            roles = (roles,)
+        role_set = frozenset(roles)
+        unknown = sorted(role_set - ROLES)
+        if unknown:
+            raise ValueError(f"Truncate roles must be among {sorted(ROLES)}, got unknown {unknown}")
+        if not role_set:
+            raise ValueError("Truncate roles must name at least one role, or it cuts nothing")
+        if keep not in _KEEPS:
+            raise ValueError(f"Truncate keep must be one of {list(_KEEPS)}, got {keep!r}")
+        if not isinstance(marker, str):
+            raise TypeError(f"Truncate marker must be a str, got {type(marker).__name__}")
+        try:
+            large = marker.format(cut=_LARGE_CUT)
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"Truncate marker {marker!r} does not format: {exc!r}. It may use the field "
+                "{cut} (characters cut); write literal braces as {{ and }}"
+            ) from None
+        if max_chars is not None and len(large) >= max_chars:
+            raise ValueError(
+                f"Truncate max_chars={max_chars} leaves no room for text beside the marker "
+                f"({len(large)} characters); raise max_chars or pass a shorter marker"
+            )
+        self.max_chars = max_chars
+        self.max_tokens = max_tokens
+        self.roles: frozenset[str] = role_set
+        self.keep: Keep = keep
+        self.include_anchor = bool(include_anchor)
+        self.marker = marker
+        self._counter: TokenCounter | None = None
+
+    # -- the seed-000 protocol -------------------------------------------------------------
+
+    def explain(self) -> str:
+        limit = (
+            f"{self.max_chars} characters"
+            if self.max_chars is not None
+            else f"{self.max_tokens} tokens"
+        )
+        anchor = "" if self.include_anchor else ", never the task anchor"
+        return (
+            f"Truncates single {'/'.join(sorted(self.roles))} messages longer than {limit}, "
+            f"oldest first until the conversation is under target, keeping the {self.keep} "
+            f"of each and marking the cut{anchor}."
+        )
+
+    # -- cutting one message ---------------------------------------------------------------
+
+    def _cut(self, text: str, kept: int) -> str:
+        """``text`` with only ``kept`` characters of it left, and the marker where the rest was."""
+        marker = self.marker.format(cut=len(text) - kept)
+        if self.keep == "head":
+            return text[:kept] + marker.rstrip("\n")
+        if self.keep == "tail":
+            return marker.lstrip("\n") + text[len(text) - kept :]
+        head = kept - kept // 2
+        tail = kept // 2
+        return text[:head] + marker + text[len(text) - tail :]
+
+    def _fit_chars(self, text: str, limit: int) -> int | None:
+        """How much of ``text`` to keep so that, marker included, it is at most ``limit``."""
+        n = len(text)
+        if n <= limit:
+            return None
+        # The marker is longest for the largest cut, so this first guess always fits ...
+        kept = max(limit - len(self._cut(text, 0)), 0)
+        # ... and a smaller cut can only shorten the marker: keep more while it still fits.
+        while kept + 1 < n and len(self._cut(text, kept + 1)) <= limit:
+            kept += 1
+        if kept <= 0 or len(self._cut(text, kept)) > limit:
+            return None
+        return kept
+
+    def _fit_tokens(self, message: Message, counter: TokenCounter) -> int | None:
+        """A cut of ``message``'s content that brings its cost to at most ``max_tokens``."""
+        limit = self.max_tokens
+        assert limit is not None
+        text = message.content
+        total = counter.count(message)
+        if total <= limit or not text:
+            return None
+        text_tokens = counter.count_text(text)
+        overhead = total - text_tokens  # envelope, name and tool calls: not ours to cut
+        room = limit - overhead - counter.count_text(self.marker.format(cut=len(text)))
+        if room <= 0 or text_tokens <= 0:
+            return None
+        # Tokens are not characters: estimate from this text's own density, then check and
+        # tighten. Each try encodes only the (shorter) candidate, and a few tries suffice.
+        kept = min(len(text) - 1, len(text) * room // text_tokens)
+        for _ in range(8):
+            if kept <= 0:
+                return None
+            candidate = self._cut(text, kept)
+            cost = overhead + counter.count_text(candidate)
+            if cost <= limit:
+                return kept
+            kept = kept * limit // cost - 1
+        return None
+
+    def _shortened(self, message: Message, counter: TokenCounter) -> Message | None:
+        """``message`` cut to the limit, or None when it fits (or cannot be cut to fit)."""
+        if self.max_chars is not None:
+            kept = self._fit_chars(message.content, self.max_chars)
+        else:
+            kept = self._fit_tokens(message, counter)
+        if kept is None:
+            return None
+        record = provenance(message)
+        # Cut twice (a tighter limit later): the record still tells the original size.
+        original = (
+            record.get("original_chars", len(message.content))
+            if record is not None and record.get("kind") == "truncated"
+            else len(message.content)
+        )
+        return mark(
+            message.replace(content=self._cut(message.content, kept)),
+            strategy=self.name,
+            kind="truncated",
+            replaces=[message],
+            original_chars=original,
+            kept=self.keep,
+            kept_chars=kept,
+        )
+
+    def truncate_message(self, message: Message, *, counter: TokenCounter | None = None) -> Message:
+        """``message`` cut to the limit, or ``message`` itself when it fits.
+
+        A plain per-message limit, whatever the target ("truncate the assistant's response to
+        500 characters"): it applies to the message given, whatever its role. ``counter``
+        matters only with ``max_tokens`` (default: an :class:`ApproximateCounter`).
+        """
+        if not isinstance(message, Message):
+            raise TypeError(f"truncate_message takes a Message, got {type(message).__name__}")
+        return self._shortened(message, counter or self._default_counter()) or message
+
+    def limit(
+        self, messages: Sequence[Message], *, counter: TokenCounter | None = None
+    ) -> tuple[Message, ...]:
+        """Every message this strategy may touch cut to the limit, whatever the target.
+
+        Roles and the anchor rule hold as in a ladder. Invalid input raises
+        :class:`~compaction.validate.InvalidConversationError`.
+        """
+        msgs = tuple(messages)
+        validate(msgs)
+        counter = counter or self._default_counter()
+        out = list(msgs)
+        for i in self._candidates(msgs):
+            new = self._shortened(msgs[i], counter)
+            if new is not None:
+                out[i] = new
+        return tuple(out)
+
+    def _default_counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = ApproximateCounter()
+        return self._counter
+
+    def _candidates(self, messages: tuple[Message, ...]) -> Iterable[int]:
+        """Indices of messages this strategy may cut, oldest first."""
+        transcript = parse(messages)
+        anchor = (
+            transcript.groups[transcript.anchor].start
+            if transcript.anchor is not None and not self.include_anchor
+            else -1
+        )
+        for i, m in enumerate(messages):
+            if i == anchor or m.role not in self.roles:
+                continue
+            record = provenance(m)
+            # Notes and summaries are already as short as their writer made them, and a
+            # placeholder is a few words: cutting them loses what they exist to say.
+            if is_note(m) or (record is not None and record.get("kind") == "placeholder"):
+                continue
+            yield i
+
+    # -- the ladder layer ------------------------------------------------------------------
+
+    def rewrite(
+        self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
+    ) -> Sequence[Message] | None:
+        validate(messages)
+        total = counter.count_messages(messages)
+        if total <= target:
+            return None
+        out: list[Message] | None = None
+        for i in self._candidates(messages):
+            if total <= target:
+                break
+            old = messages[i]
+            new = self._shortened(old, counter)
+            if new is None:
+                continue
+            old_tokens, new_tokens = counter.count(old), counter.count(new)
+            if new_tokens >= old_tokens:  # a marker denser than the text it replaced
+                continue
+            if out is None:
+                out = list(messages)
+            out[i] = new
+            total += new_tokens - old_tokens
+        return out
