@@ -152,7 +152,7 @@ registry = Registry()
 
 def _layer(entry: Any, where: str, reg: Registry) -> Strategy:
     if isinstance(entry, str):
-        return reg.create(entry)
+        entry = {"strategy": entry}
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{where}: expected a table with a 'strategy' key, got {entry!r}")
     options = dict(entry)

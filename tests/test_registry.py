@@ -162,3 +162,8 @@ def test_entry_point_discovery(tmp_path, monkeypatch) -> None:
     pipeline = CompactionPipeline().use(reg.create("plugged"))
     assert pipeline.strategies[0].name == "plugged"
     sys.modules.pop("thirdparty_strategy", None)
+
+
+def test_unknown_key_as_a_bare_string_is_a_config_error(reg) -> None:
+    with pytest.raises(ConfigError, match=r"use\[1\].*'zzz'"):
+        ladder_from_config({"use": ["declines", "zzz"]}, reg=reg)
