@@ -1,0 +1,415 @@
+"""The trigger: compact before a model call, only when the window is filling.
+
+An agent calls :meth:`Compactor.before_call` before **every** model call, inside its tool loop,
+with its own full message list, and sends what comes back::
+
+    compactor = Compactor(pipeline, window=128_000, tools=tool_schemas)
+    usage = None
+    while True:
+        request = compactor.before_call(messages, usage=usage)
+        reply = client.chat.completions.create(model=..., messages=to_openai(request), ...)
+        usage = reply.usage                    # anchors the next estimate
+        messages.append(...)                   # the agent keeps its full, raw history
+
+The contract, and why it is shaped like this:
+
+- **The agent keeps appending to its full list.** The compactor remembers the compacted form
+  of what it already mapped (the *view*) and, on the next call, sends that view followed by the
+  messages appended since. So after a compaction at step *k*, step *k+1* sends the compacted
+  prefix plus the new messages, and nothing is compacted again until the estimate reaches
+  ``compact_at`` once more (hysteresis). Between compactions every request extends the previous
+  one, which is what keeps a provider's prompt cache warm.
+- An agent may instead adopt the returned request as its list and append to that; the
+  compactor recognises a list that extends its view just as well.
+- A list that extends neither (the agent edited or dropped messages it had sent, or switched
+  to another conversation) is treated as a new conversation: the view and the usage anchor are
+  dropped and everything is counted locally. Extension is checked on the length and on the
+  first and last already-mapped messages (identity, then equality), which is O(1); an agent
+  that rewrites messages in the middle of its history should call :meth:`Compactor.reset`.
+- **While the estimate is under** ``compact_at * window`` and nothing was ever compacted, the
+  very same list object is returned, so the common case costs one addition.
+- **The estimate anchors on the provider.** ``usage`` (an int, or the provider's usage object:
+  OpenAI ``prompt_tokens``; Anthropic ``input_tokens`` plus its cache read and creation
+  counts) is what the provider measured for the previous request; to it the compactor adds a
+  local count of only the messages appended since. Without usage it counts locally (each
+  message once: counts are cached). A compaction discards the anchor, which describes a
+  conversation that no longer exists.
+- **Compacting aims at** ``compact_to * window`` minus what the tool schemas take, since the
+  schemas travel with every request. When the provider counts the conversation bigger than
+  the local counter does, that target is scaled down by the same ratio, since the pipeline
+  measures locally.
+- **Compaction never kills the turn.** If the pipeline raises (also a ``strict`` pipeline, or
+  input the pipeline refuses as invalid), :data:`compaction.events.failed` is sent with the
+  compactor as sender and the uncompacted messages are returned. ``strict`` is for running a
+  pipeline directly; a trigger that could raise into the agent would make compaction the
+  thing that ends a run it exists to keep alive. ``KeyboardInterrupt`` and other
+  ``BaseException`` still propagate.
+- Every pipeline event of a triggered run carries ``labels={"context_size": estimate,
+  "window": window}`` (plus any ``labels`` given to the compactor).
+
+A compactor follows one conversation and is not thread-safe: use one per agent.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from . import events
+from ._log import log
+from .messages import Message
+from .pipeline import CompactionPipeline
+from .result import CompactionResult
+from .tokens import TokenCounter
+
+__all__ = ["Compactor", "CompactorStats", "usage_tokens"]
+
+
+def _int_or_none(value: Any) -> int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    return None
+
+
+def _field(source: Any, name: str) -> Any:
+    if isinstance(source, Mapping):
+        return source.get(name)
+    return getattr(source, name, None)
+
+
+def usage_tokens(usage: Any) -> int:
+    """The input tokens a provider reported for one request.
+
+    Accepts an int; an OpenAI usage (``prompt_tokens``); an Anthropic usage (``input_tokens``
+    plus ``cache_read_input_tokens`` and ``cache_creation_input_tokens``, which Anthropic
+    reports apart from ``input_tokens``); an OpenAI Responses usage (``input_tokens``, cached
+    tokens already included); as objects or dicts; or a whole response carrying ``usage``.
+    """
+    if isinstance(usage, bool):
+        raise TypeError("usage must be an int or a provider usage object, got bool")
+    if isinstance(usage, int):
+        if usage < 0:
+            raise ValueError(f"usage must not be negative, got {usage}")
+        return usage
+    inner = _field(usage, "usage")
+    if inner is not None and inner is not usage:
+        return usage_tokens(inner)
+    input_tokens = _int_or_none(_field(usage, "input_tokens"))
+    if input_tokens is not None:
+        cached = _int_or_none(_field(usage, "cache_read_input_tokens")) or 0
+        created = _int_or_none(_field(usage, "cache_creation_input_tokens")) or 0
+        return input_tokens + cached + created
+    prompt_tokens = _int_or_none(_field(usage, "prompt_tokens"))
+    if prompt_tokens is not None:
+        return prompt_tokens
+    raise TypeError(
+        "usage must be an int or carry 'prompt_tokens' (OpenAI) or 'input_tokens' "
+        f"(Anthropic, OpenAI Responses); got {type(usage).__name__} {usage!r}"
+    )
+
+
+@attrs.define(slots=True)
+class CompactorStats:
+    """What the trigger did so far (for logs, the CLI and benchmarks).
+
+    ``calls``: before_call invocations; ``compactions``: pipeline runs that changed the
+    conversation; ``attempts``: pipeline runs (changed or not); ``failures``: runs that raised;
+    ``last_estimate``: the size the last call was judged by; ``last_tokens``: the local count
+    of the last request returned (messages plus tool schemas); ``anchored``: whether the last
+    estimate stood on provider-reported usage.
+    """
+
+    calls: int = 0
+    compactions: int = 0
+    attempts: int = 0
+    failures: int = 0
+    last_estimate: int = 0
+    last_tokens: int = 0
+    anchored: bool = False
+
+
+@attrs.define(slots=True)
+class _Plan:
+    """One call in progress: what would be sent, how big, and whether to compact."""
+
+    messages: Sequence[Message]
+    request: Sequence[Message]
+    src_len: int
+    tokens: int  # local count of ``request`` (messages only)
+    since: int  # local count of what follows the anchored request
+    estimate: int
+    anchored: bool
+    compact: bool
+    target: int  # local tokens to compact the messages down to
+    labels: dict[str, Any]
+
+
+def _same(a: Message, b: Message) -> bool:
+    return a is b or a == b
+
+
+class Compactor:
+    """Compact before a model call when the estimate reaches ``compact_at * window``.
+
+    ``pipeline`` is the ladder to run; ``window`` the model's context window in tokens;
+    ``compact_at``/``compact_to`` the hysteresis marks as shares of the window
+    (``0 < compact_to < compact_at <= 1``); ``counter`` the counter for local counts and for
+    the pipeline (default: the pipeline's); ``tools`` the tool schemas sent with every request
+    (their size is part of the estimate and is kept free when compacting); ``labels`` extra
+    labels for every event of a triggered run. See the module docstring for the contract.
+    """
+
+    def __init__(
+        self,
+        pipeline: CompactionPipeline,
+        window: int,
+        compact_at: float = 0.7,
+        compact_to: float = 0.4,
+        counter: TokenCounter | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        *,
+        labels: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not hasattr(pipeline, "compact"):
+            raise TypeError(f"pipeline must be a CompactionPipeline, got {type(pipeline).__name__}")
+        if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
+            raise ValueError(f"window must be a positive int (tokens), got {window!r}")
+        for name, value in (("compact_at", compact_at), ("compact_to", compact_to)):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{name} must be a number in (0, 1], got {value!r}")
+        if not 0 < compact_to < compact_at <= 1:
+            raise ValueError(
+                "need 0 < compact_to < compact_at <= 1 (compact when the window is "
+                f"compact_at full, down to compact_to); got compact_at={compact_at!r}, "
+                f"compact_to={compact_to!r}"
+            )
+        if counter is not None and not isinstance(counter, TokenCounter):
+            raise TypeError(f"counter must be a TokenCounter, got {type(counter).__name__}")
+        self.pipeline = pipeline
+        self.window = window
+        self.compact_at = float(compact_at)
+        self.compact_to = float(compact_to)
+        self.counter: TokenCounter = counter or pipeline.counter
+        self.tools: tuple[Mapping[str, Any], ...] = tuple(tools or ())
+        self.tool_tokens = self.counter.count_tools(self.tools)
+        # Rounded first: 0.7 * 10 is 7.000000000000001 in floating point, not a reason to
+        # wait for an eighth token.
+        self.threshold = math.ceil(round(self.compact_at * window, 6))
+        self.target = math.floor(round(self.compact_to * window, 6)) - self.tool_tokens
+        if self.target <= 0:
+            raise ValueError(
+                f"the tool schemas take {self.tool_tokens} tokens, leaving nothing of "
+                f"compact_to * window = {self.target + self.tool_tokens} for the "
+                "conversation; raise window or compact_to"
+            )
+        self.labels: dict[str, Any] = dict(labels or {})
+        self.stats = CompactorStats()
+        #: The result of the last pipeline run in the last call, or None when it did not run.
+        self.last_result: CompactionResult | None = None
+        self.reset()
+
+    def __repr__(self) -> str:
+        return (
+            f"<Compactor window={self.window} compact_at={self.compact_at} "
+            f"compact_to={self.compact_to} {self.pipeline!r}>"
+        )
+
+    # -- state -------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget the conversation: the next call counts everything afresh."""
+        # The agent's messages[:_src_len] are represented by _view (None: by themselves).
+        self._src_len = 0
+        self._src_first: Message | None = None
+        self._src_last: Message | None = None
+        self._view: tuple[Message, ...] | None = None
+        self._view_tokens = 0
+        # Provider-reported input tokens of an earlier request, and the local count of what
+        # was appended after that request: together, the estimate of the next one.
+        self._has_sent = False
+        self._anchor: int | None = None
+        self._since = 0
+
+    @property
+    def compacted(self) -> bool:
+        """True when what is sent differs from the agent's list (a compaction was taken)."""
+        return self._view is not None
+
+    @property
+    def view(self) -> tuple[Message, ...] | None:
+        """The compacted form of what the agent's list held at the last call (None if never
+        compacted)."""
+        return self._view
+
+    def observe(self, usage: Any) -> None:
+        """Record the provider's reported input size for the request last returned.
+
+        The same as passing ``usage`` to the next :meth:`before_call`.
+        """
+        tokens = usage_tokens(usage)
+        if self._has_sent:
+            self._anchor, self._since = tokens, 0
+
+    # -- the call ------------------------------------------------------------------------------
+
+    def _extends(self, messages: Sequence[Message], length: int, first: Any, last: Any) -> bool:
+        if length == 0:
+            return True
+        return (
+            len(messages) >= length
+            and _same(messages[0], first)
+            and _same(messages[length - 1], last)
+        )
+
+    def _plan(self, messages: Sequence[Message], usage: Any) -> _Plan:
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise TypeError(
+                f"messages must be a sequence of Message, got {type(messages).__name__}"
+            )
+        reported = None if usage is None else usage_tokens(usage)
+        view = self._view
+        if self._extends(messages, self._src_len, self._src_first, self._src_last):
+            start = self._src_len
+        elif view is not None and self._extends(messages, len(view), view[0], view[-1]):
+            # The agent adopted the request we returned as its own list: map it to itself.
+            start = len(view)
+            self._view = view = None
+        else:
+            log.debug("trigger.restart", messages=len(messages), mapped=self._src_len)
+            # A usage reported now describes a request we no longer map: it cannot anchor.
+            self.reset()
+            view, start, reported = None, 0, None
+        if reported is not None and self._has_sent:
+            self._anchor, self._since = reported, 0
+        new = messages[start:]
+        for i, m in enumerate(new):
+            if not isinstance(m, Message):
+                raise TypeError(
+                    f"messages[{start + i}] must be a compaction.Message, got "
+                    f"{type(m).__name__}; convert provider dicts with compaction.adapters first"
+                )
+        new_tokens = self.counter.count_messages(new)
+        tokens = self._view_tokens + new_tokens
+        request: Sequence[Message] = messages if view is None else view + tuple(new)
+        since = self._since + new_tokens
+        # With an anchor: what the provider measured for an earlier request (tool schemas
+        # included), plus a local count of only what came after it.
+        anchored = self._anchor is not None
+        estimate = self._anchor + since if self._anchor is not None else tokens + self.tool_tokens
+        target = self.target
+        local = tokens + self.tool_tokens
+        if anchored and estimate > local > 0:
+            # The provider counts this conversation bigger than we do (another tokenizer,
+            # images, hidden prompt parts). The pipeline measures with the local counter, so
+            # aim lower by the same ratio, or it would stop short of what the provider sees.
+            scaled = math.floor((self.target + self.tool_tokens) * local / estimate)
+            target = max(min(target, scaled - self.tool_tokens), 1)
+        labels = {**self.labels, "context_size": estimate, "window": self.window}
+        return _Plan(
+            messages,
+            request,
+            len(messages),
+            tokens,
+            since,
+            estimate,
+            anchored,
+            estimate >= self.threshold,
+            target,
+            labels,
+        )
+
+    def _commit(self, plan: _Plan, request: Sequence[Message], tokens: int) -> Sequence[Message]:
+        messages = plan.messages
+        self._src_len = plan.src_len
+        if plan.src_len:
+            self._src_first, self._src_last = messages[0], messages[plan.src_len - 1]
+        else:
+            self._src_first = self._src_last = None
+        self._view = None if request is messages else tuple(request)
+        self._view_tokens = tokens
+        self._since = plan.since
+        self._has_sent = True
+        stats = self.stats
+        stats.calls += 1
+        stats.last_estimate = plan.estimate
+        stats.last_tokens = tokens + self.tool_tokens
+        stats.anchored = plan.anchored
+        return request
+
+    def _taken(self, plan: _Plan, result: CompactionResult) -> Sequence[Message]:
+        self.stats.attempts += 1
+        self.last_result = result
+        if not result.changed:
+            return self._commit(plan, plan.request, plan.tokens)
+        self.stats.compactions += 1
+        # The anchor measured a conversation that no longer exists.
+        self._anchor = None
+        plan.since = 0
+        if not result.fits:
+            log.warning(
+                "trigger.over_target",
+                after=result.after,
+                target=result.target,
+                window=self.window,
+                labels=plan.labels,
+            )
+        return self._commit(plan, result.messages, result.after)
+
+    def _failed(self, plan: _Plan, exc: Exception, started: float) -> Sequence[Message]:
+        self.stats.attempts += 1
+        self.stats.failures += 1
+        self.last_result = None
+        log.error("trigger.failed", error=repr(exc), labels=plan.labels)
+        events.failed.send(self, name="compactor", error=exc, stage="trigger", labels=plan.labels)
+        events.duration.send(
+            self,
+            scope="trigger",
+            name="compactor",
+            seconds=time.monotonic() - started,
+            ok=False,
+            labels=plan.labels,
+        )
+        return self._commit(plan, plan.request, plan.tokens)
+
+    def before_call(self, messages: Sequence[Message], usage: Any = None) -> Sequence[Message]:
+        """The messages to send for the next model call.
+
+        ``messages`` is the agent's full list; ``usage`` what the provider reported for the
+        previous request (optional). Returns ``messages`` itself while nothing needs
+        compacting, else the compacted prefix followed by what was appended since.
+        """
+        plan = self._plan(messages, usage)
+        self.last_result = None
+        if not plan.compact:
+            return self._commit(plan, plan.request, plan.tokens)
+        started = time.monotonic()
+        try:
+            result = self.pipeline.compact(
+                plan.request, target=plan.target, counter=self.counter, labels=plan.labels
+            )
+        except Exception as exc:
+            return self._failed(plan, exc, started)
+        return self._taken(plan, result)
+
+    async def abefore_call(
+        self, messages: Sequence[Message], usage: Any = None
+    ) -> Sequence[Message]:
+        """Async twin of :meth:`before_call`: awaits strategies that do I/O (summarisers)."""
+        plan = self._plan(messages, usage)
+        self.last_result = None
+        if not plan.compact:
+            return self._commit(plan, plan.request, plan.tokens)
+        started = time.monotonic()
+        try:
+            result = await self.pipeline.acompact(
+                plan.request, target=plan.target, counter=self.counter, labels=plan.labels
+            )
+        except Exception as exc:
+            return self._failed(plan, exc, started)
+        return self._taken(plan, result)
