@@ -1,0 +1,213 @@
+"""How sessions are written down: JSON documents with a format and version, messages as dicts.
+
+Every file a session writes says what it is (``"format"``) and which layout it uses
+(``"version"``). A reader that meets an unknown version refuses with an error naming the file
+instead of guessing, so an older compaction never silently drops fields a newer one wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Final
+
+from ..messages import Message, ToolCall
+from .errors import SessionFormatError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "check_json",
+    "decode_message",
+    "dump_document",
+    "encode_json",
+    "encode_message",
+    "format_ts",
+    "now",
+    "parse_ts",
+    "read_document",
+]
+
+FORMAT_VERSION: Final = 1
+PREFIX: Final = "compaction.session"
+
+_MESSAGE_FIELDS: Final = frozenset(
+    {"role", "content", "tool_calls", "tool_call_id", "name", "meta", "tokens", "id"}
+)
+_CALL_FIELDS: Final = frozenset({"id", "name", "arguments"})
+
+
+def now() -> datetime:
+    """The current time, timezone-aware UTC (every stored timestamp is UTC)."""
+    return datetime.now(timezone.utc)
+
+
+def format_ts(moment: datetime) -> str:
+    """ISO 8601 text in UTC with microseconds; naive datetimes are taken as UTC."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def parse_ts(text: object, fail: Callable[[str], SessionFormatError]) -> datetime:
+    """The datetime written by :func:`format_ts`, or the error ``fail`` builds."""
+    if not isinstance(text, str):
+        raise fail(f"timestamp must be ISO 8601 text, got {type(text).__name__}")
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise fail(f"timestamp {text!r} is not ISO 8601") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def _reject_nan(value: Any) -> Any:
+    # Python's json accepts NaN/Infinity, which are not JSON: other readers would choke.
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{value!r} is not a JSON number")
+    return value
+
+
+def check_json(value: Any, what: str) -> Any:
+    """``value`` as it will read back from disk (tuples become lists), or TypeError naming ``what``.
+
+    Normalising at write time means a value read in this process equals the value a fresh
+    process reads from disk.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{what} is not JSON-serialisable: {exc}") from None
+    return json.loads(text)
+
+
+def encode_message(message: Message) -> dict[str, Any]:
+    """A JSON-ready dict holding every field of ``message`` (defaults left out)."""
+    out: dict[str, Any] = {"role": message.role, "content": message.content}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+        ]
+    if message.tool_call_id is not None:
+        out["tool_call_id"] = message.tool_call_id
+    if message.name is not None:
+        out["name"] = message.name
+    if message.meta:
+        out["meta"] = check_json(dict(message.meta), f"meta of message {message.id or ''}".strip())
+    if message.tokens is not None:
+        out["tokens"] = message.tokens
+    if message.id is not None:
+        out["id"] = message.id
+    return out
+
+
+def decode_message(data: object, fail: Callable[[str], SessionFormatError]) -> Message:
+    """The Message ``data`` encodes, or the error ``fail`` builds naming what is wrong."""
+    if not isinstance(data, dict):
+        raise fail(f"a message must be a JSON object, got {type(data).__name__}")
+    unknown = set(data) - _MESSAGE_FIELDS
+    if unknown:
+        raise fail(f"message has unknown fields {sorted(unknown)}")
+    if "role" not in data:
+        raise fail("message has no 'role'")
+    calls_data = data.get("tool_calls", [])
+    if not isinstance(calls_data, list):
+        raise fail("message 'tool_calls' must be a list")
+    calls: list[ToolCall] = []
+    for i, call in enumerate(calls_data):
+        if (
+            not isinstance(call, dict)
+            or set(call) - _CALL_FIELDS
+            or not {"id", "name"} <= set(call)
+        ):
+            raise fail(f"tool_calls[{i}] must be an object with id, name and arguments")
+        try:
+            calls.append(ToolCall(call["id"], call["name"], call.get("arguments", "{}")))
+        except (TypeError, ValueError) as exc:
+            raise fail(f"tool_calls[{i}]: {exc}") from None
+    meta = data.get("meta", {})
+    if not isinstance(meta, dict):
+        raise fail("message 'meta' must be an object")
+    try:
+        return Message(
+            data["role"],
+            data.get("content", ""),
+            tool_calls=tuple(calls),
+            tool_call_id=data.get("tool_call_id"),
+            name=data.get("name"),
+            meta=meta,
+            tokens=data.get("tokens"),
+            id=data.get("id"),
+        )
+    except (TypeError, ValueError) as exc:
+        raise fail(str(exc)) from None
+
+
+def encode_json(value: Any, *, indent: int | None = None) -> bytes:
+    """UTF-8 JSON text ending in a newline.
+
+    Non-ASCII text is written as itself, readable; a string holding a lone surrogate (which
+    Python allows and UTF-8 cannot encode) makes us fall back to ASCII escapes instead of
+    failing, so any str a Message accepts can be stored.
+    """
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, ensure_ascii=True, allow_nan=False, indent=indent)
+        return (text + "\n").encode("ascii")
+
+
+def dump_document(kind: str, body: Mapping[str, Any]) -> bytes:
+    """The bytes of a versioned JSON document of ``kind`` (e.g. ``"state"``)."""
+    doc = {"format": f"{PREFIX}.{kind}", "version": FORMAT_VERSION, **body}
+    return encode_json(doc, indent=1)
+
+
+def check_header(
+    doc: object, expected: str, fail: Callable[[str], SessionFormatError]
+) -> dict[str, Any]:
+    """``doc`` when it is a JSON object of format ``expected`` and a version we read."""
+    if not isinstance(doc, dict):
+        raise fail(f"expected a JSON object, got {type(doc).__name__}")
+    if doc.get("format") != expected:
+        raise fail(f"not a {expected} file (format is {doc.get('format')!r})")
+    version = doc.get("version")
+    if version != FORMAT_VERSION:
+        raise fail(
+            f"unsupported format version {version!r} (this compaction reads version "
+            f"{FORMAT_VERSION}); it may have been written by a newer compaction: upgrade "
+            "rather than overwrite it"
+        )
+    return doc
+
+
+def loads(text: bytes | str, fail: Callable[[str], SessionFormatError]) -> Any:
+    """Parse JSON text strictly (no NaN), or the error ``fail`` builds."""
+    if isinstance(text, bytes):
+        # Decoded here, strictly: json.loads would guess UTF-16/32 from the first bytes.
+        try:
+            text = text.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise fail(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as exc:
+        raise fail(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def read_document(path: Path, kind: str) -> dict[str, Any]:
+    """Read the versioned JSON document of ``kind`` at ``path`` (FileNotFoundError if absent)."""
+
+    def fail(reason: str) -> SessionFormatError:
+        return SessionFormatError(path, reason)
+
+    data = path.read_bytes()
+    return check_header(loads(data, fail), f"{PREFIX}.{kind}", fail)

@@ -1,0 +1,67 @@
+"""The errors a session store raises, each naming what was wrong and where."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "InvalidSessionName",
+    "SessionError",
+    "SessionExistsError",
+    "SessionFormatError",
+    "SessionNotFoundError",
+]
+
+
+class SessionError(Exception):
+    """Base class of every session error (except :class:`InvalidSessionName`, a ValueError)."""
+
+
+class InvalidSessionName(ValueError):
+    """A session name that could escape the store root or that some filesystem would mangle."""
+
+    def __init__(self, name: object, reason: str) -> None:
+        from .names import ALLOWED
+
+        self.name = name
+        self.reason = reason
+        super().__init__(f"invalid session name {name!r}: {reason}. {ALLOWED}")
+
+
+class SessionNotFoundError(SessionError, LookupError):
+    """The named session does not exist in this store (never created, or deleted)."""
+
+    def __init__(self, name: str, root: Path) -> None:
+        self.name = name
+        self.root = root
+        super().__init__(f"session {name!r} does not exist in the session store at {root}")
+
+    def __str__(self) -> str:  # LookupError would otherwise quote the message like a key
+        return str(self.args[0])
+
+
+class SessionExistsError(SessionError, FileExistsError):
+    """Importing under a name that is already taken (we never merge into a live session)."""
+
+    def __init__(self, name: str, root: Path) -> None:
+        self.name = name
+        self.root = root
+        super().__init__(f"session {name!r} already exists in the session store at {root}")
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class SessionFormatError(SessionError, ValueError):
+    """A session file we cannot read safely: corrupt, truncated, or written by a newer version.
+
+    ``path`` names the file and ``line`` (1-based, JSONL files only) the offending line. We
+    refuse rather than guess, so that nothing on disk is silently dropped or overwritten.
+    """
+
+    def __init__(self, path: Path | str, reason: str, line: int | None = None) -> None:
+        self.path = Path(path)
+        self.line = line
+        self.reason = reason
+        where = f"{self.path}" if line is None else f"{self.path}, line {line}"
+        super().__init__(f"{where}: {reason}")

@@ -1,0 +1,89 @@
+"""``recall`` as a tool the model can call: get back a message a strategy removed or rewrote.
+
+The spec is plain Python data (JSON schema), so it plugs into any provider; ``openai()`` and
+``anthropic()`` give the two common wrappings.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
+
+from ..messages import Message
+
+if TYPE_CHECKING:
+    from .session import Session
+
+__all__ = ["RecallTool", "render_recalled"]
+
+DESCRIPTION: Final = (
+    "Look up the full original text of an earlier message of this conversation that was "
+    "summarised, shortened or removed to save space. Pass the message id listed in the "
+    "compaction note (field 'replaces')."
+)
+PARAMETERS: Final = {
+    "type": "object",
+    "properties": {"id": {"type": "string", "description": "The id of the message to recall."}},
+    "required": ["id"],
+    "additionalProperties": False,
+}
+
+
+def render_recalled(message: Message) -> str:
+    """The text a model gets back for ``message``: its content, then any tool calls it made."""
+    parts = [message.content] if message.content else []
+    parts.extend(f"[tool call {c.id}: {c.name}({c.arguments})]" for c in message.tool_calls)
+    return "\n".join(parts)
+
+
+class RecallTool:
+    """A tool spec (``name``, ``description``, ``parameters``) and the callable behind it."""
+
+    name: Final = "recall"
+    description: Final = DESCRIPTION
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return json.loads(json.dumps(PARAMETERS))
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """``{"name", "description", "parameters"}``: the provider-neutral function spec."""
+        return {"name": self.name, "description": self.description, "parameters": self.parameters}
+
+    def openai(self) -> dict[str, Any]:
+        """The spec as an OpenAI chat-completions ``tools`` entry."""
+        return {"type": "function", "function": self.spec}
+
+    def anthropic(self) -> dict[str, Any]:
+        """The spec as an Anthropic messages ``tools`` entry."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.parameters,
+        }
+
+    def __call__(self, id: str) -> str:
+        """The original text of message ``id``, or a sentence saying there is none."""
+        message = self._session.recall(id) if isinstance(id, str) else None
+        if message is None:
+            return f"no message with id {id!r} in session {self._session.name!r}"
+        return render_recalled(message)
+
+    def invoke(self, arguments: str | Mapping[str, Any]) -> str:
+        """Answer a tool call's ``arguments`` (JSON text or a mapping) as the tool result text."""
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments or "{}")
+            except json.JSONDecodeError as exc:
+                return f'recall needs JSON arguments like {{"id": "..."}}: {exc.msg}'
+        if not isinstance(arguments, Mapping) or not isinstance(arguments.get("id"), str):
+            return 'recall needs an "id" argument (a string)'
+        return self(arguments["id"])
+
+    def __repr__(self) -> str:
+        return f"<RecallTool for session {self._session.name!r}>"

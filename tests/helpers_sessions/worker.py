@@ -1,0 +1,78 @@
+"""Subprocess side of the session tests: a separate Python process using the public API.
+
+worker.py dump ROOT NAME              print the session's snapshot as JSON
+worker.py write ROOT NAME             add two messages + context/state/metadata, print ok
+worker.py append ROOT NAME TAG COUNT  wait for a line on stdin, then append COUNT messages
+worker.py churn ROOT NAME SEED        write forever, printing "ack ..." after each write
+worker.py big ROOT NAME MB            print "writing", then add one MB-megabyte message
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import sys
+
+from compaction.messages import Message
+from compaction.sessions import SessionStore
+
+
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def main(argv: list[str]) -> None:
+    command, root, name, *rest = argv
+    store = SessionStore(root)
+    if command == "dump":
+        session = store.open(name, create=False)
+        print(json.dumps(session.snapshot()))
+    elif command == "write":
+        session = store.open(name)
+        session.add_user("written in a child process")
+        session.add_assistant("and answered there", meta={"k": [1, 2]})
+        session.global_context["child"] = {"nested": [1, "two", None]}
+        session.state["phase"] = "child"
+        session.metadata["writer"] = "worker.py"
+        print("ok")
+    elif command == "append":
+        tag, count = rest[0], int(rest[1])
+        session = store.open(name)
+        sys.stdin.readline()  # start together with the other workers
+        for i in range(count):
+            session.add(Message("user", f"{tag}:{i}"))
+        session.state[tag] = count
+        print("done", flush=True)
+    elif command == "churn":
+        rng = random.Random(int(rest[0]))
+        session = store.open(name)
+        print("ready", flush=True)
+        i = 0
+        while True:
+            size = rng.choice((10, 10, 2_000, 2_000, 20_000, 20_000, 70_000, 300_000))
+            content = f"{rest[0]}/{i}:" + "x" * size
+            stored = session.add_user(content, meta={"sha256": digest(content)})
+            print(f"ack message {stored.id}", flush=True)
+            if i % 3 == 0:
+                session.state.update(counter=i, blob="y" * rng.choice((10, 10, 100_000)))
+                print(f"ack state {i}", flush=True)
+            if i % 4 == 0:
+                session.global_context["last"] = i
+                print(f"ack context {i}", flush=True)
+            if i % 5 == 0:
+                session.set_view(session.messages[-2:])
+            i += 1
+    elif command == "big":
+        session = store.open(name)
+        session.add_user("before")
+        content = "z" * (int(rest[0]) * 1_000_000)
+        print("writing", flush=True)
+        session.add_user(content)
+        print("written", flush=True)
+    else:
+        raise SystemExit(f"unknown command {command!r}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
