@@ -1,0 +1,7 @@
+"""The parts of the ``compaction`` command (entry point: :func:`compaction.cli.main`).
+
+One module per job: ``parser`` builds the argument parser, ``errors`` maps failures to exit
+codes and one-line messages, ``render`` draws tables (rich on a terminal, plain text when
+piped), ``inputs`` finds, reads and writes conversation files, ``ladder`` builds counters and
+ladders, and ``cmd_*`` hold one subcommand each.
+"""

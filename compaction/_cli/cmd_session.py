@@ -1,0 +1,117 @@
+"""``compaction session``: the persistent session store from the command line."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from .errors import EXIT_OK, CliError
+from .render import Table, dump_json, render, say
+
+__all__ = ["run"]
+
+
+def _store(args: Any) -> Any:
+    from ..sessions import SessionStore
+
+    return SessionStore(args.store) if args.store else SessionStore()
+
+
+def _stamp(moment: Any) -> str | None:
+    return moment.isoformat(timespec="seconds") if moment is not None else None
+
+
+def _summary(session: Any) -> dict[str, Any]:
+    return {
+        "name": session.name,
+        "messages": len(session.entries),
+        "created": _stamp(session.created),
+        "updated": _stamp(session.updated),
+        "path": str(session.path),
+    }
+
+
+def _text(message: Any) -> str:
+    text = message.content
+    if message.tool_calls:
+        calls = ", ".join(f"{c.name}({c.arguments})" for c in message.tool_calls)
+        text = f"{text} [calls: {calls}]" if text else f"[calls: {calls}]"
+    return text
+
+
+def _list(args: Any, store: Any) -> int:
+    sessions = [_summary(store.open(name, create=False)) for name in store.list()]
+    if args.json:
+        dump_json({"store": str(store.root), "sessions": sessions})
+        return EXIT_OK
+    if not sessions:
+        say(f"no sessions in {store.root}", sys.stdout)
+        return EXIT_OK
+    table = Table(["name", "messages", "created", "updated"], title=f"sessions in {store.root}",
+                  right=frozenset({"messages"}))
+    for s in sessions:
+        table.add(s["name"], s["messages"], s["created"] or "", s["updated"] or "")
+    render(table)
+    return EXIT_OK
+
+
+def _show(args: Any, store: Any) -> int:
+    session = store.open(args.name, create=False)
+    entries = session.entries
+    if args.last:
+        entries = entries[-args.last :]
+    if args.json:
+        from ..sessions.codec import encode_message
+
+        dump_json({
+            **_summary(session),
+            "entries": [
+                {"seq": e.seq, "ts": _stamp(e.timestamp), "message": encode_message(e.message)}
+                for e in entries
+            ],
+        })
+        return EXIT_OK
+    s = _summary(session)
+    say(f"{s['name']}: {s['messages']} messages, created {s['created']}, "
+        f"updated {s['updated']}", sys.stdout)
+    for e in entries:
+        m = e.message
+        say(f"[{e.seq}] {_stamp(e.timestamp)} {m.role}: {' '.join(_text(m).split())}",
+            sys.stdout)
+    return EXIT_OK
+
+
+def _done(args: Any, data: dict[str, Any], line: str) -> int:
+    if args.json:
+        dump_json(data)
+    else:
+        say(line, sys.stdout)
+    return EXIT_OK
+
+
+def run(args: Any) -> int:
+    store = _store(args)
+    action = args.action
+    if action == "list":
+        return _list(args, store)
+    if action == "show":
+        return _show(args, store)
+    if action == "export":
+        path = store.export(args.name, args.path)
+        return _done(args, {"name": args.name, "exported": str(path)},
+                     f"exported session {args.name!r} to {path}")
+    if action == "import":
+        session = store.import_(args.path, args.name)
+        return _done(args, {"name": session.name, "imported": args.path,
+                            "messages": len(session.entries)},
+                     f"imported {args.path} as session {session.name!r} "
+                     f"({len(session.entries)} messages)")
+    if action == "clear":
+        store.clear(args.name)
+        return _done(args, {"name": args.name, "cleared": True},
+                     f"cleared the history of session {args.name!r}")
+    if action == "delete":
+        store.delete(args.name)
+        return _done(args, {"name": args.name, "deleted": True},
+                     f"deleted session {args.name!r}")
+    raise CliError(f"unknown session action {action!r}")  # argparse already refused it

@@ -1,0 +1,68 @@
+"""``compaction strategies``: every registered strategy, what it costs and what it does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from .errors import EXIT_OK
+from .render import Table, dump_json, render
+
+__all__ = ["describe_strategies", "run"]
+
+
+def _explain(cls: Any, key: str) -> str:
+    # explain() speaks about a configured instance; the defaults are what a ladder built from
+    # the key alone would run. A strategy that needs options to be built gets its docstring.
+    from ..registry import registry
+
+    try:
+        return " ".join(registry.create(key).explain().split())
+    except Exception:
+        doc = (cls.__doc__ or "").strip().splitlines()
+        return doc[0].strip() if doc else ""
+
+
+def describe_strategies() -> list[dict[str, Any]]:
+    """Key, class, capabilities and explanation of every registered strategy."""
+    from ..registry import registry
+
+    out = []
+    for key in registry:
+        try:
+            cls = registry.get(key)
+        except Exception as exc:  # a broken plugin must not hide the others
+            out.append({"key": key, "error": f"{type(exc).__name__}: {exc}"})
+            continue
+        capabilities = getattr(cls, "capabilities", None)
+        out.append({
+            "key": key,
+            "name": getattr(cls, "name", key),
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "capabilities": attrs.asdict(capabilities) if attrs.has(type(capabilities)) else {},
+            "explanation": _explain(cls, key),
+        })
+    return out
+
+
+def run(args: Any) -> int:
+    strategies = describe_strategies()
+    if args.json:
+        dump_json(strategies)
+        return EXIT_OK
+    table = Table(["key", "model call", "lossless", "keeps tool pairs", "deterministic",
+                   "what it does"], title="registered strategies")
+    for s in strategies:
+        if "error" in s:
+            table.add(s["key"], "", "", "", "", f"cannot load: {s['error']}")
+            continue
+        caps = s["capabilities"]
+
+        def flag(name: str, caps: dict[str, Any] = caps) -> str:
+            return "yes" if caps.get(name) else "no"
+
+        table.add(s["key"], flag("model_call"), flag("lossless"), flag("keeps_tool_pairs"),
+                  flag("deterministic"), s["explanation"])
+    render(table)
+    return EXIT_OK

@@ -1,0 +1,275 @@
+"""The argument parser: every subcommand, its options, and an example in its ``--help``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import NoReturn
+
+from .errors import CliError
+
+__all__ = ["build_parser"]
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (and exit 2) instead of usage plus error."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
+    return value
+
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+def _common(json_help: str) -> Parser:
+    common = Parser(add_help=False)
+    common.add_argument("--json", action="store_true", help=json_help)
+    common.add_argument(
+        "--debug", action="store_true", help="show the full traceback of an unexpected error"
+    )
+    return common
+
+
+def _counting() -> Parser:
+    counting = Parser(add_help=False)
+    counting.add_argument(
+        "--counter",
+        choices=("tiktoken", "approx"),
+        default="tiktoken",
+        help="how tokens are counted (default: tiktoken, offline cl100k_base)",
+    )
+    counting.add_argument(
+        "--encoding", metavar="NAME", help="tiktoken encoding (default: cl100k_base)"
+    )
+    return counting
+
+
+def _laddering() -> Parser:
+    laddering = Parser(add_help=False)
+    group = laddering.add_mutually_exclusive_group()
+    group.add_argument(
+        "--ladder",
+        metavar="KEY,KEY...",
+        help="strategies in order, cheapest first; the last one is the terminal "
+        "(default: tool_results,sliding_window,summary)",
+    )
+    group.add_argument("--config", metavar="LADDER.toml", help="a ladder from a TOML file")
+    return laddering
+
+
+COMPACT_EPILOG = """\
+examples:
+  compaction compact run.json --target 4000 -o small.json
+  compaction compact run.traj.json --window 128000 --ratio 0.4 --to anthropic -o out.json
+  compaction compact logs/ --target 20000 -o compacted/     # every transcript in logs/
+  compaction compact run.json --target 4000 --dry-run --json # the report only
+
+The report (tokens before/after, tokens saved and time per strategy) goes to stderr; the
+conversation to -o or stdout. Exit 0: done; 1: the target was not reached (the best result is
+still written); 2: bad usage or bad input (nothing is written).
+"""
+
+COUNT_EPILOG = """\
+examples:
+  compaction count run.json
+  compaction count session.jsonl --counter approx --top 5
+  compaction count logs/ --json
+"""
+
+REPLAY_EPILOG = """\
+examples:
+  compaction replay run.traj.json --window 32000
+  compaction replay run.json --window 16000 --compact-at 0.7 --compact-to 0.4 --plot calls.png
+
+Each model call is replayed through the trigger (compact at --compact-at of the window, down
+to --compact-to), and its tokens sent, compactions and prefix-cache share are shown.
+"""
+
+STRATEGIES_EPILOG = """\
+examples:
+  compaction strategies
+  compaction strategies --json
+"""
+
+SESSION_EPILOG = """\
+examples:
+  compaction session list
+  compaction session show my-agent
+  compaction session export my-agent my-agent.json
+  compaction session import my-agent.json --name restored
+  compaction session clear my-agent       # empty the history, keep context and state
+  compaction session delete my-agent
+
+The store is --store DIR, else $COMPACTION_SESSIONS_DIR, else the default location.
+"""
+
+
+def build_parser() -> Parser:
+    parser = Parser(
+        prog="compaction",
+        description="Shrink LLM agent conversations to fit a context window, and see how.",
+        epilog="run 'compaction COMMAND --help' for a command's options and an example, e.g.\n"
+        "  compaction compact compaction/examples/agent_session.json --target 4000",
+        formatter_class=_FORMATTER,
+    )
+    from .. import __version__
+
+    parser.add_argument("--version", action="version", version=f"compaction {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    sub.required = True
+
+    compact = sub.add_parser(
+        "compact",
+        help="compact conversation files to a token target",
+        description="Compact conversations with a ladder of strategies, cheapest first.",
+        epilog=COMPACT_EPILOG,
+        formatter_class=_FORMATTER,
+        parents=[
+            _common("print the report as JSON on stdout (needs -o or --dry-run)"),
+            _counting(),
+            _laddering(),
+        ],
+    )
+    compact.add_argument("files", nargs="+", metavar="FILE", help="conversation files or dirs")
+    size = compact.add_mutually_exclusive_group(required=True)
+    size.add_argument("--target", type=positive_int, metavar="N", help="tokens to fit in")
+    size.add_argument(
+        "--window", type=positive_int, metavar="N", help="the model's context window in tokens"
+    )
+    compact.add_argument(
+        "--ratio",
+        type=fraction,
+        default=None,
+        metavar="R",
+        help="with --window: target = R x window (default 0.4)",
+    )
+    compact.add_argument(
+        "--to", choices=("openai", "anthropic"), help="output shape (default: the input's)"
+    )
+    compact.add_argument(
+        "-o",
+        "--output",
+        metavar="PATH",
+        help="where to write: a file (one input) or a directory (several); default stdout",
+    )
+    compact.add_argument(
+        "-n", "--dry-run", action="store_true", help="report only; write no conversation"
+    )
+
+    count = sub.add_parser(
+        "count",
+        help="count tokens by role, by tool and for the largest messages",
+        description="Count a conversation's tokens: by role, by tool, and the largest messages.",
+        epilog=COUNT_EPILOG,
+        formatter_class=_FORMATTER,
+        parents=[_common("print the counts as JSON on stdout"), _counting()],
+    )
+    count.add_argument("files", nargs="+", metavar="FILE", help="conversation files or dirs")
+    count.add_argument(
+        "--top", type=positive_int, default=10, metavar="N", help="largest messages to list"
+    )
+
+    replay = sub.add_parser(
+        "replay",
+        help="replay a transcript call by call through the trigger",
+        description="Replay a transcript through the trigger, one model call at a time.",
+        epilog=REPLAY_EPILOG,
+        formatter_class=_FORMATTER,
+        parents=[_common("print every call as JSON on stdout"), _counting(), _laddering()],
+    )
+    replay.add_argument("files", nargs="+", metavar="FILE", help="conversation files or dirs")
+    replay.add_argument(
+        "--window", type=positive_int, required=True, metavar="N", help="context window in tokens"
+    )
+    replay.add_argument(
+        "--compact-at", type=fraction, default=0.7, metavar="R",
+        help="compact when a call would exceed R x window (default 0.7)",
+    )
+    replay.add_argument(
+        "--compact-to", type=fraction, default=0.4, metavar="R",
+        help="compact down to R x window (default 0.4)",
+    )
+    replay.add_argument(
+        "--plot", metavar="OUT.png", help="draw tokens per call (needs matplotlib: '[plot]')"
+    )
+
+    strategies = sub.add_parser(
+        "strategies",
+        help="list the registered strategies",
+        description="Every registered strategy: key, capabilities and what it does.",
+        epilog=STRATEGIES_EPILOG,
+        formatter_class=_FORMATTER,
+        parents=[_common("print the strategies as JSON on stdout")],
+    )
+    del strategies
+
+    session = sub.add_parser(
+        "session",
+        help="manage persistent sessions",
+        description="List, show, export, import, clear or delete stored sessions.",
+        epilog=SESSION_EPILOG,
+        formatter_class=_FORMATTER,
+    )
+    actions = session.add_subparsers(dest="action", metavar="ACTION", parser_class=Parser)
+    actions.required = True
+    store = Parser(add_help=False)
+    store.add_argument(
+        "--store", metavar="DIR", help="session store (default: $COMPACTION_SESSIONS_DIR)"
+    )
+    common = [_common("print JSON on stdout"), store]
+
+    def action(name: str, help_text: str, example: str) -> Parser:
+        return actions.add_parser(
+            name,
+            help=help_text,
+            description=help_text[:1].upper() + help_text[1:] + ".",
+            epilog=f"example:\n  {example}\n",
+            formatter_class=_FORMATTER,
+            parents=common,
+        )
+
+    action("list", "list the sessions in the store", "compaction session list --json")
+    show = action("show", "show a session's history", "compaction session show my-agent")
+    show.add_argument("name", metavar="NAME")
+    show.add_argument(
+        "--last", type=positive_int, metavar="N", help="only the N most recent messages"
+    )
+    export = action(
+        "export", "write a session to one JSON file",
+        "compaction session export my-agent my-agent.json",
+    )
+    export.add_argument("name", metavar="NAME")
+    export.add_argument("path", metavar="FILE")
+    import_ = action(
+        "import", "create a session from an exported JSON file",
+        "compaction session import my-agent.json --name restored",
+    )
+    import_.add_argument("path", metavar="FILE")
+    import_.add_argument("--name", metavar="NAME", help="store it under this name")
+    clear = action(
+        "clear", "empty a session's history (context and state stay)",
+        "compaction session clear my-agent",
+    )
+    clear.add_argument("name", metavar="NAME")
+    delete = action("delete", "delete a session", "compaction session delete my-agent")
+    delete.add_argument("name", metavar="NAME")
+    return parser
