@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
-import structlog
 
 from ..messages import Message
 from ..transcript import message_ref
@@ -41,6 +40,7 @@ from .codec import (
     loads,
     parse_ts,
 )
+from .._log import log
 from .errors import SessionFormatError
 from .files import append_bytes, atomic_write
 
@@ -48,7 +48,6 @@ __all__ = ["Entry", "Journal", "TORN_SUFFIX"]
 
 TORN_SUFFIX: Final = ".torn"
 _RECORD_FIELDS: Final = frozenset({"seq", "ts", "message"})
-_log = structlog.get_logger("compaction.sessions")
 
 
 @attrs.frozen(slots=True)
@@ -262,9 +261,8 @@ class Journal:
             f.truncate(self._offset)
             if self.durable:
                 os.fsync(f.fileno())
-        _log.warning(
-            "session log had a torn last line (a writer crashed mid-append); its bytes were "
-            "moved aside and the log truncated to its last complete record",
+        log.warning(
+            "session.torn_line_repaired",
             path=str(self.path),
             kept_in=str(torn),
             bytes=len(tail),

@@ -123,7 +123,7 @@ class Summary(Strategy):
         self,
         summarizer: Any = None,
         *,
-        keep_steps: int = 2,
+        keep_steps: int = 1,
         max_failures: int | None = 3,
         timeout: float | None = None,
         instructions: str | None = None,
@@ -134,7 +134,10 @@ class Summary(Strategy):
         - ``summarizer``: a callable ``(transcript, instructions) -> str`` (or awaitable);
           default :class:`~compaction.summarizers.ExtractiveSummarizer` (offline, free).
         - ``keep_steps``: the newest steps of the current task that are never summarised (at
-          least 1: the model has not acted on the newest tool output yet).
+          least 1: the model has not acted on the newest tool output yet). The default, 1, is
+          below :class:`SlidingWindow`'s 2 on purpose: as the terminal under a sliding window,
+          the summary must be allowed to give up something the free layer kept, or it would
+          never have anything to do.
         - ``max_failures``: failed runs in a row after which the summariser is no longer
           called until :meth:`reset` (None: never stop calling it).
         - ``timeout``: seconds one summariser call may take; a late answer fails the round.
