@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import attrs
 
+from .._log import log
 from ..messages import Message
 from ..transcript import message_ref
 from .codec import (
@@ -40,7 +41,6 @@ from .codec import (
     loads,
     parse_ts,
 )
-from .._log import log
 from .errors import SessionFormatError
 from .files import append_bytes, atomic_write
 
