@@ -29,19 +29,43 @@ from .validate import InvalidConversationError, is_valid, validate
 __version__ = "0.1.0"
 
 # Strategies and integrations load on first use, so `import compaction` stays cheap and the
-# core never imports what a user did not ask for.
+# core never imports what a user did not ask for. (`replay` the function is not exported here:
+# it would be shadowed by the `compaction.replay` module; import it from there.)
 _LAZY = {
     "ToolResults": "compaction.strategies.tool_results",
     "SlidingWindow": "compaction.strategies.sliding_window",
     "Truncate": "compaction.strategies.truncate",
     "Summary": "compaction.strategies.summary",
+    "ExtractiveSummarizer": "compaction.summarizers",
+    "OpenAIChatSummarizer": "compaction.summarizers",
+    "Compactor": "compaction.trigger",
+    "ReplayRecord": "compaction.replay",
+    "ReplayTotals": "compaction.replay",
+    "TurnLoop": "compaction.loop",
+    "chain": "compaction.loop",
+    "SessionStore": "compaction.sessions",
+    "Session": "compaction.sessions",
+    "load": "compaction.formats",
+    "FormatError": "compaction.formats",
+    "from_openai": "compaction.adapters.openai",
+    "to_openai": "compaction.adapters.openai",
+    "from_anthropic": "compaction.adapters.anthropic",
+    "to_anthropic": "compaction.adapters.anthropic",
 }
 
 if TYPE_CHECKING:
+    from .adapters.anthropic import from_anthropic, to_anthropic
+    from .adapters.openai import from_openai, to_openai
+    from .formats import FormatError, load
+    from .loop import TurnLoop, chain
+    from .replay import ReplayRecord, ReplayTotals
+    from .sessions import Session, SessionStore
     from .strategies.sliding_window import SlidingWindow
     from .strategies.summary import Summary
     from .strategies.tool_results import ToolResults
     from .strategies.truncate import Truncate
+    from .summarizers import ExtractiveSummarizer, OpenAIChatSummarizer
+    from .trigger import Compactor
 
 
 def __getattr__(name: str) -> Any:
@@ -55,6 +79,21 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "Applied",
+    "Compactor",
+    "ExtractiveSummarizer",
+    "FormatError",
+    "OpenAIChatSummarizer",
+    "ReplayRecord",
+    "ReplayTotals",
+    "Session",
+    "SessionStore",
+    "TurnLoop",
+    "chain",
+    "from_anthropic",
+    "from_openai",
+    "load",
+    "to_anthropic",
+    "to_openai",
     "ApproximateCounter",
     "Budget",
     "Capabilities",
