@@ -44,14 +44,29 @@ def _steps(names: list[str], result: Any) -> list[dict[str, Any]]:
         a = next((x for x in applied if x.strategy == name), None)
         if a is not None:
             applied.remove(a)
-            steps.append({"strategy": name, "status": "applied", "before": a.before,
-                          "after": a.after, "saved": a.saved, "seconds": a.seconds})
+            steps.append(
+                {
+                    "strategy": name,
+                    "status": "applied",
+                    "before": a.before,
+                    "after": a.after,
+                    "saved": a.saved,
+                    "seconds": a.seconds,
+                }
+            )
             continue
         d = next((x for x in declined if x.strategy == name), None)
         if d is not None:
             declined.remove(d)
-            step = {"strategy": name, "status": "declined", "reason": d.reason,
-                    "before": d.tokens, "after": d.tokens, "saved": 0, "seconds": d.seconds}
+            step = {
+                "strategy": name,
+                "status": "declined",
+                "reason": d.reason,
+                "before": d.tokens,
+                "after": d.tokens,
+                "saved": 0,
+                "seconds": d.seconds,
+            }
             if d.error is not None:
                 step["error"] = f"{type(d.error).__name__}: {d.error}"
             steps.append(step)
@@ -74,8 +89,15 @@ def _destination(args: Any, source: Source, single: bool, loaded: Any) -> Path |
     return relative
 
 
-def _report(source: Source, loaded: Any, result: Any, names: list[str], args: Any,
-            counter: Any, dest: Path | None) -> dict[str, Any]:
+def _report(
+    source: Source,
+    loaded: Any,
+    result: Any,
+    names: list[str],
+    args: Any,
+    counter: Any,
+    dest: Path | None,
+) -> dict[str, Any]:
     return {
         "file": str(source.path),
         "format": loaded.format,
@@ -112,23 +134,37 @@ def _print_single(report: dict[str, Any]) -> None:
     say(f"counter: {report['counter']}   target: {report['target']:,} tokens", err)
     for repair in report["repairs"]:
         say(f"repaired while reading: {repair}", err)
-    table = Table(["strategy", "result", "before", "after", "saved", "time"],
-                  right=frozenset({"before", "after", "saved", "time"}))
+    table = Table(
+        ["strategy", "result", "before", "after", "saved", "time"],
+        right=frozenset({"before", "after", "saved", "time"}),
+    )
     for step in report["strategies"]:
         status = step["status"]
         if status == "applied":
-            table.add(step["strategy"], "applied", step["before"], step["after"], step["saved"],
-                      _ms(step["seconds"]))
+            table.add(
+                step["strategy"],
+                "applied",
+                step["before"],
+                step["after"],
+                step["saved"],
+                _ms(step["seconds"]),
+            )
         elif status == "declined":
             reason = step["reason"]
             label = "declined" if reason == "declined" else f"declined: {reason}"
-            table.add(step["strategy"], label, step["before"],
-                      step["after"], 0, _ms(step["seconds"]))
+            table.add(
+                step["strategy"], label, step["before"], step["after"], 0, _ms(step["seconds"])
+            )
         else:
             table.add(step["strategy"], "not needed", "", "", "", "")
-    table.footer = ("total", "fits" if report["fits"] else "OVER TARGET",
-                    report["tokens_before"], report["tokens_after"], report["saved"],
-                    _ms(report["seconds"]))
+    table.footer = (
+        "total",
+        "fits" if report["fits"] else "OVER TARGET",
+        report["tokens_before"],
+        report["tokens_after"],
+        report["saved"],
+        _ms(report["seconds"]),
+    )
     render(table, err)
     if not report["fits"]:
         say(_unreached_line(report), err)
@@ -146,16 +182,32 @@ def _unreached_line(report: dict[str, Any]) -> str:
 
 def _print_summary(reports: list[dict[str, Any]], problems: list[dict[str, Any]]) -> None:
     err = sys.stderr
-    table = Table(["file", "format", "messages", "before", "after", "saved", "fits"],
-                  title="compaction summary",
-                  right=frozenset({"messages", "before", "after", "saved"}))
+    table = Table(
+        ["file", "format", "messages", "before", "after", "saved", "fits"],
+        title="compaction summary",
+        right=frozenset({"messages", "before", "after", "saved"}),
+    )
     for r in reports:
-        table.add(r["file"], r["format"], f"{r['messages_before']} -> {r['messages_after']}",
-                  r["tokens_before"], r["tokens_after"], r["saved"], "yes" if r["fits"] else "NO")
+        table.add(
+            r["file"],
+            r["format"],
+            f"{r['messages_before']} -> {r['messages_after']}",
+            r["tokens_before"],
+            r["tokens_after"],
+            r["saved"],
+            "yes" if r["fits"] else "NO",
+        )
     before = sum(r["tokens_before"] for r in reports)
     after = sum(r["tokens_after"] for r in reports)
-    table.footer = (f"{len(reports)} files", "", "", before, after, before - after,
-                    f"{sum(r['fits'] for r in reports)}/{len(reports)}")
+    table.footer = (
+        f"{len(reports)} files",
+        "",
+        "",
+        before,
+        after,
+        before - after,
+        f"{sum(r['fits'] for r in reports)}/{len(reports)}",
+    )
     render(table, err)
     for problem in problems:
         label = "skipped" if problem.get("skipped") else "error"
@@ -173,8 +225,9 @@ def run(args: Any) -> int:
     sources = expand(args.files)
     single = len(sources) == 1 and sources[0].explicit
     if args.json and not (args.output or args.dry_run):
-        raise CliError("--json prints the report on stdout: give -o for the conversation, "
-                       "or --dry-run")
+        raise CliError(
+            "--json prints the report on stdout: give -o for the conversation, or --dry-run"
+        )
     if args.output and args.dry_run:
         raise CliError("-o and --dry-run exclude each other")
     if not single:
@@ -196,8 +249,9 @@ def run(args: Any) -> int:
                 message = describe(exc)
                 if single or message is None:
                     raise
-                problems.append({"file": str(source.path), "error": message,
-                                 "skipped": not source.explicit})
+                problems.append(
+                    {"file": str(source.path), "error": message, "skipped": not source.explicit}
+                )
                 continue
             dest = _destination(args, source, single, loaded)
             if dest is not None:
@@ -238,5 +292,10 @@ def _print_problems(problems: list[dict[str, Any]]) -> None:
 def _totals(reports: list[dict[str, Any]]) -> dict[str, Any]:
     before = sum(r["tokens_before"] for r in reports)
     after = sum(r["tokens_after"] for r in reports)
-    return {"files": len(reports), "tokens_before": before, "tokens_after": after,
-            "saved": before - after, "fits": sum(r["fits"] for r in reports)}
+    return {
+        "files": len(reports),
+        "tokens_before": before,
+        "tokens_after": after,
+        "saved": before - after,
+        "fits": sum(r["fits"] for r in reports),
+    }

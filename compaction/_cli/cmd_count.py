@@ -47,9 +47,9 @@ def count_messages(messages: Any, counter: Any, top: int) -> dict[str, Any]:
         tool_name = None
         if message.role == "tool":
             tool_name = call_names.get(message.tool_call_id or "") or message.name or "(unknown)"
-            by_tool.setdefault(
-                tool_name, {"calls": 0, "argument_tokens": 0, "result_tokens": 0}
-            )["result_tokens"] += tokens
+            by_tool.setdefault(tool_name, {"calls": 0, "argument_tokens": 0, "result_tokens": 0})[
+                "result_tokens"
+            ] += tokens
         sizes.append((tokens, index, message, tool_name))
     sizes.sort(key=lambda item: (-item[0], item[1]))
     largest = [
@@ -83,40 +83,72 @@ def _print_single(report: dict[str, Any]) -> None:
         sys.stdout,
     )
     sys.stdout.write("\n")
-    roles = Table(["role", "messages", "tokens", "share"], title="by role",
-                  right=frozenset({"messages", "tokens", "share"}))
+    roles = Table(
+        ["role", "messages", "tokens", "share"],
+        title="by role",
+        right=frozenset({"messages", "tokens", "share"}),
+    )
     for role, row in sorted(report["by_role"].items(), key=lambda kv: -kv[1]["tokens"]):
         roles.add(role, row["messages"], row["tokens"], _share(row["tokens"], total))
     roles.footer = ("total", report["messages"], total, _share(total, total))
     render(roles)
     if report["by_tool"]:
-        tools = Table(["tool", "calls", "argument tokens", "result tokens", "share"],
-                      title="by tool",
-                      right=frozenset({"calls", "argument tokens", "result tokens", "share"}))
+        tools = Table(
+            ["tool", "calls", "argument tokens", "result tokens", "share"],
+            title="by tool",
+            right=frozenset({"calls", "argument tokens", "result tokens", "share"}),
+        )
         for name, row in report["by_tool"].items():
-            tools.add(name, row["calls"], row["argument_tokens"], row["result_tokens"],
-                      _share(row["result_tokens"], total))
+            tools.add(
+                name,
+                row["calls"],
+                row["argument_tokens"],
+                row["result_tokens"],
+                _share(row["result_tokens"], total),
+            )
         render(tools)
-    biggest = Table(["#", "role", "tool", "tokens", "share", "text"],
-                    title=f"largest {len(report['largest'])} messages",
-                    right=frozenset({"#", "tokens", "share"}))
+    biggest = Table(
+        ["#", "role", "tool", "tokens", "share", "text"],
+        title=f"largest {len(report['largest'])} messages",
+        right=frozenset({"#", "tokens", "share"}),
+    )
     for item in report["largest"]:
-        biggest.add(item["index"], item["role"], item["tool"] or "", item["tokens"],
-                    _share(item["tokens"], total), item["preview"])
+        biggest.add(
+            item["index"],
+            item["role"],
+            item["tool"] or "",
+            item["tokens"],
+            _share(item["tokens"], total),
+            item["preview"],
+        )
     render(biggest)
 
 
 def _print_summary(reports: list[dict[str, Any]], counter: str) -> None:
-    table = Table(["file", "format", "messages", "tokens", "tool results", "largest"],
-                  title=f"token counts (counter: {counter})",
-                  right=frozenset({"messages", "tokens", "tool results", "largest"}))
+    table = Table(
+        ["file", "format", "messages", "tokens", "tool results", "largest"],
+        title=f"token counts (counter: {counter})",
+        right=frozenset({"messages", "tokens", "tool results", "largest"}),
+    )
     for r in reports:
         tool_tokens = r["by_role"].get("tool", {}).get("tokens", 0)
         largest = r["largest"][0]["tokens"] if r["largest"] else 0
-        table.add(r["file"], r["format"], r["messages"], r["total"],
-                  _share(tool_tokens, r["total"]), largest)
-    table.footer = (f"{len(reports)} files", "", sum(r["messages"] for r in reports),
-                    sum(r["total"] for r in reports), "", "")
+        table.add(
+            r["file"],
+            r["format"],
+            r["messages"],
+            r["total"],
+            _share(tool_tokens, r["total"]),
+            largest,
+        )
+    table.footer = (
+        f"{len(reports)} files",
+        "",
+        sum(r["messages"] for r in reports),
+        sum(r["total"] for r in reports),
+        "",
+        "",
+    )
     render(table)
 
 
@@ -135,19 +167,24 @@ def run(args: Any) -> int:
                 message = describe(exc)
                 if single or message is None:
                     raise
-                problems.append({"file": str(source.path), "error": message,
-                                 "skipped": not source.explicit})
+                problems.append(
+                    {"file": str(source.path), "error": message, "skipped": not source.explicit}
+                )
                 continue
-            report = {"file": str(source.path), "format": loaded.format,
-                      "counter": counter_label(counter)}
+            report = {
+                "file": str(source.path),
+                "format": loaded.format,
+                "counter": counter_label(counter),
+            }
             report.update(count_messages(loaded.messages, counter, args.top))
             reports.append(report)
     if args.json:
         if single:
             dump_json(reports[0])
         else:
-            dump_json({"files": reports, "problems": problems,
-                       "total": sum(r["total"] for r in reports)})
+            dump_json(
+                {"files": reports, "problems": problems, "total": sum(r["total"] for r in reports)}
+            )
     elif single:
         _print_single(reports[0])
     else:

@@ -79,29 +79,55 @@ def _print_single(report: dict[str, Any]) -> None:
         sys.stdout,
     )
     sys.stdout.write("\n")
-    table = Table(["call", "msg #", "messages", "tokens sent", "compacted", "saved", "prefix"],
-                  right=frozenset({"call", "msg #", "messages", "tokens sent", "saved", "prefix"}))
+    table = Table(
+        ["call", "msg #", "messages", "tokens sent", "compacted", "saved", "prefix"],
+        right=frozenset({"call", "msg #", "messages", "tokens sent", "saved", "prefix"}),
+    )
     for r in report["calls"]:
-        table.add(r["call"], r["index"], r["messages"], r["tokens_sent"],
-                  " -> ".join(r["strategies"]) if r["compacted"] else "",
-                  r["tokens_saved"] or "", _pct(r["prefix_share"]))
+        table.add(
+            r["call"],
+            r["index"],
+            r["messages"],
+            r["tokens_sent"],
+            " -> ".join(r["strategies"]) if r["compacted"] else "",
+            r["tokens_saved"] or "",
+            _pct(r["prefix_share"]),
+        )
     plural = "" if t["compactions"] == 1 else "s"
-    table.footer = ("total", "", "", t["tokens_sent"], f"{t['compactions']} compaction{plural}",
-                    t["tokens_saved"], _pct(t["cache_share"]))
+    table.footer = (
+        "total",
+        "",
+        "",
+        t["tokens_sent"],
+        f"{t['compactions']} compaction{plural}",
+        t["tokens_saved"],
+        _pct(t["cache_share"]),
+    )
     render(table)
-    say(f"largest request: {t['max_tokens_sent']:,} tokens of a {report['window']:,} window; "
-        f"prompt-cache share over the run: {_pct(t['cache_share'])}", sys.stdout)
+    say(
+        f"largest request: {t['max_tokens_sent']:,} tokens of a {report['window']:,} window; "
+        f"prompt-cache share over the run: {_pct(t['cache_share'])}",
+        sys.stdout,
+    )
 
 
 def _print_summary(reports: list[dict[str, Any]]) -> None:
-    table = Table(["file", "calls", "compactions", "max sent", "tokens sent", "cache share",
-                   "fits"], title="replay summary",
-                  right=frozenset({"calls", "compactions", "max sent", "tokens sent",
-                                   "cache share"}))
+    table = Table(
+        ["file", "calls", "compactions", "max sent", "tokens sent", "cache share", "fits"],
+        title="replay summary",
+        right=frozenset({"calls", "compactions", "max sent", "tokens sent", "cache share"}),
+    )
     for r in reports:
         t = r["totals"]
-        table.add(r["file"], t["calls"], t["compactions"], t["max_tokens_sent"],
-                  t["tokens_sent"], _pct(t["cache_share"]), "yes" if r["fits"] else "NO")
+        table.add(
+            r["file"],
+            t["calls"],
+            t["compactions"],
+            t["max_tokens_sent"],
+            t["tokens_sent"],
+            _pct(t["cache_share"]),
+            "yes" if r["fits"] else "NO",
+        )
     render(table)
 
 
@@ -130,21 +156,24 @@ def run(args: Any) -> int:
                 message = describe(exc)
                 if single or message is None:
                     raise
-                problems.append({"file": str(source.path), "error": message,
-                                 "skipped": not source.explicit})
+                problems.append(
+                    {"file": str(source.path), "error": message, "skipped": not source.explicit}
+                )
                 continue
             calls = [_record(r) for r in records]
-            reports.append({
-                "file": str(source.path),
-                "format": loaded.format,
-                "counter": counter_label(counter),
-                "window": args.window,
-                "compact_at": math.ceil(args.compact_at * args.window),
-                "compact_to": math.floor(args.compact_to * args.window),
-                "fits": all(c["tokens_sent"] <= args.window for c in calls),
-                "calls": calls,
-                "totals": _totals(totals),
-            })
+            reports.append(
+                {
+                    "file": str(source.path),
+                    "format": loaded.format,
+                    "counter": counter_label(counter),
+                    "window": args.window,
+                    "compact_at": math.ceil(args.compact_at * args.window),
+                    "compact_to": math.floor(args.compact_to * args.window),
+                    "fits": all(c["tokens_sent"] <= args.window for c in calls),
+                    "calls": calls,
+                    "totals": _totals(totals),
+                }
+            )
     if args.plot:
         from .plot import plot_replay
 
@@ -161,8 +190,10 @@ def run(args: Any) -> int:
         say(f"compaction: {'skipped' if problem['skipped'] else 'error'}: {problem['error']}")
     for r in reports:
         if not r["fits"]:
-            say(f"compaction: {r['file']}: a request exceeded the {args.window:,}-token window "
-                "even after compaction")
+            say(
+                f"compaction: {r['file']}: a request exceeded the {args.window:,}-token window "
+                "even after compaction"
+            )
     if any(not p["skipped"] for p in problems):
         return EXIT_BAD_INPUT
     return EXIT_OK if all(r["fits"] for r in reports) else EXIT_UNREACHED

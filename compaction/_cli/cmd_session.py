@@ -47,8 +47,11 @@ def _list(args: Any, store: Any) -> int:
     if not sessions:
         say(f"no sessions in {store.root}", sys.stdout)
         return EXIT_OK
-    table = Table(["name", "messages", "created", "updated"], title=f"sessions in {store.root}",
-                  right=frozenset({"messages"}))
+    table = Table(
+        ["name", "messages", "created", "updated"],
+        title=f"sessions in {store.root}",
+        right=frozenset({"messages"}),
+    )
     for s in sessions:
         table.add(s["name"], s["messages"], s["created"] or "", s["updated"] or "")
     render(table)
@@ -63,21 +66,24 @@ def _show(args: Any, store: Any) -> int:
     if args.json:
         from ..sessions.codec import encode_message
 
-        dump_json({
-            **_summary(session),
-            "entries": [
-                {"seq": e.seq, "ts": _stamp(e.timestamp), "message": encode_message(e.message)}
-                for e in entries
-            ],
-        })
+        dump_json(
+            {
+                **_summary(session),
+                "entries": [
+                    {"seq": e.seq, "ts": _stamp(e.timestamp), "message": encode_message(e.message)}
+                    for e in entries
+                ],
+            }
+        )
         return EXIT_OK
     s = _summary(session)
-    say(f"{s['name']}: {s['messages']} messages, created {s['created']}, "
-        f"updated {s['updated']}", sys.stdout)
+    say(
+        f"{s['name']}: {s['messages']} messages, created {s['created']}, updated {s['updated']}",
+        sys.stdout,
+    )
     for e in entries:
         m = e.message
-        say(f"[{e.seq}] {_stamp(e.timestamp)} {m.role}: {' '.join(_text(m).split())}",
-            sys.stdout)
+        say(f"[{e.seq}] {_stamp(e.timestamp)} {m.role}: {' '.join(_text(m).split())}", sys.stdout)
     return EXIT_OK
 
 
@@ -98,20 +104,26 @@ def run(args: Any) -> int:
         return _show(args, store)
     if action == "export":
         path = store.export(args.name, args.path)
-        return _done(args, {"name": args.name, "exported": str(path)},
-                     f"exported session {args.name!r} to {path}")
+        return _done(
+            args,
+            {"name": args.name, "exported": str(path)},
+            f"exported session {args.name!r} to {path}",
+        )
     if action == "import":
         session = store.import_(args.path, args.name)
-        return _done(args, {"name": session.name, "imported": args.path,
-                            "messages": len(session.entries)},
-                     f"imported {args.path} as session {session.name!r} "
-                     f"({len(session.entries)} messages)")
+        return _done(
+            args,
+            {"name": session.name, "imported": args.path, "messages": len(session.entries)},
+            f"imported {args.path} as session {session.name!r} ({len(session.entries)} messages)",
+        )
     if action == "clear":
         store.clear(args.name)
-        return _done(args, {"name": args.name, "cleared": True},
-                     f"cleared the history of session {args.name!r}")
+        return _done(
+            args,
+            {"name": args.name, "cleared": True},
+            f"cleared the history of session {args.name!r}",
+        )
     if action == "delete":
         store.delete(args.name)
-        return _done(args, {"name": args.name, "deleted": True},
-                     f"deleted session {args.name!r}")
+        return _done(args, {"name": args.name, "deleted": True}, f"deleted session {args.name!r}")
     raise CliError(f"unknown session action {action!r}")  # argparse already refused it

@@ -36,13 +36,15 @@ def describe_strategies() -> list[dict[str, Any]]:
             out.append({"key": key, "error": f"{type(exc).__name__}: {exc}"})
             continue
         capabilities = getattr(cls, "capabilities", None)
-        out.append({
-            "key": key,
-            "name": getattr(cls, "name", key),
-            "class": f"{cls.__module__}.{cls.__qualname__}",
-            "capabilities": attrs.asdict(capabilities) if attrs.has(type(capabilities)) else {},
-            "explanation": _explain(cls, key),
-        })
+        out.append(
+            {
+                "key": key,
+                "name": getattr(cls, "name", key),
+                "class": f"{cls.__module__}.{cls.__qualname__}",
+                "capabilities": attrs.asdict(capabilities) if attrs.has(type(capabilities)) else {},
+                "explanation": _explain(cls, key),
+            }
+        )
     return out
 
 
@@ -51,8 +53,10 @@ def run(args: Any) -> int:
     if args.json:
         dump_json(strategies)
         return EXIT_OK
-    table = Table(["key", "model call", "lossless", "keeps tool pairs", "deterministic",
-                   "what it does"], title="registered strategies")
+    table = Table(
+        ["key", "model call", "lossless", "keeps tool pairs", "deterministic", "what it does"],
+        title="registered strategies",
+    )
     for s in strategies:
         if "error" in s:
             table.add(s["key"], "", "", "", "", f"cannot load: {s['error']}")
@@ -62,7 +66,13 @@ def run(args: Any) -> int:
         def flag(name: str, caps: dict[str, Any] = caps) -> str:
             return "yes" if caps.get(name) else "no"
 
-        table.add(s["key"], flag("model_call"), flag("lossless"), flag("keeps_tool_pairs"),
-                  flag("deterministic"), s["explanation"])
+        table.add(
+            s["key"],
+            flag("model_call"),
+            flag("lossless"),
+            flag("keeps_tool_pairs"),
+            flag("deterministic"),
+            s["explanation"],
+        )
     render(table)
     return EXIT_OK

@@ -201,11 +201,17 @@ def build_parser() -> Parser:
         "--window", type=positive_int, required=True, metavar="N", help="context window in tokens"
     )
     replay.add_argument(
-        "--compact-at", type=fraction, default=0.7, metavar="R",
+        "--compact-at",
+        type=fraction,
+        default=0.7,
+        metavar="R",
         help="compact when a call would exceed R x window (default 0.7)",
     )
     replay.add_argument(
-        "--compact-to", type=fraction, default=0.4, metavar="R",
+        "--compact-to",
+        type=fraction,
+        default=0.4,
+        metavar="R",
         help="compact down to R x window (default 0.4)",
     )
     replay.add_argument(
@@ -254,19 +260,22 @@ def build_parser() -> Parser:
         "--last", type=positive_int, metavar="N", help="only the N most recent messages"
     )
     export = action(
-        "export", "write a session to one JSON file",
+        "export",
+        "write a session to one JSON file",
         "compaction session export my-agent my-agent.json",
     )
     export.add_argument("name", metavar="NAME")
     export.add_argument("path", metavar="FILE")
     import_ = action(
-        "import", "create a session from an exported JSON file",
+        "import",
+        "create a session from an exported JSON file",
         "compaction session import my-agent.json --name restored",
     )
     import_.add_argument("path", metavar="FILE")
     import_.add_argument("--name", metavar="NAME", help="store it under this name")
     clear = action(
-        "clear", "empty a session's history (context and state stay)",
+        "clear",
+        "empty a session's history (context and state stay)",
         "compaction session clear my-agent",
     )
     clear.add_argument("name", metavar="NAME")

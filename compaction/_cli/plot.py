@@ -23,9 +23,7 @@ def plot_replay(report: dict[str, Any], out: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise CliError(
-            "--plot needs matplotlib: pip install 'compaction[plot]'"
-        ) from None
+        raise CliError("--plot needs matplotlib: pip install 'compaction[plot]'") from None
     import io
 
     calls = report["calls"]
@@ -36,13 +34,20 @@ def plot_replay(report: dict[str, Any], out: Path) -> None:
         ax.plot(xs, ys, color="#1f77b4", linewidth=1.6, label="tokens sent")
         marks = [c for c in calls if c["compacted"]]
         if marks:
-            ax.scatter([c["call"] for c in marks], [c["tokens_sent"] for c in marks],
-                       color="#d62728", zorder=3, label="compaction")
+            ax.scatter(
+                [c["call"] for c in marks],
+                [c["tokens_sent"] for c in marks],
+                color="#d62728",
+                zorder=3,
+                label="compaction",
+            )
         ax.axhline(report["window"], color="black", linewidth=1, label="window")
-        ax.axhline(report["compact_at"], color="#ff7f0e", linestyle="--", linewidth=1,
-                   label="compact at")
-        ax.axhline(report["compact_to"], color="#2ca02c", linestyle=":", linewidth=1,
-                   label="compact to")
+        ax.axhline(
+            report["compact_at"], color="#ff7f0e", linestyle="--", linewidth=1, label="compact at"
+        )
+        ax.axhline(
+            report["compact_to"], color="#2ca02c", linestyle=":", linewidth=1, label="compact to"
+        )
         ax.set_xlabel("model call")
         ax.set_ylabel(f"tokens ({report['counter']})")
         ax.set_title(f"{Path(report['file']).name}: tokens per model call")
