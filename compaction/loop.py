@@ -54,7 +54,7 @@ import attrs
 
 from ._log import log
 from .messages import Message, ToolCall, assistant, tool, user
-from .registry import ConfigError, UnknownStrategyError
+from .registry import ConfigError, UnknownStrategyError, read_toml
 from .tokens import TokenCounter
 from .transcript import parse
 from .trigger import Compactor
@@ -205,18 +205,7 @@ class LoopConfig:
     @classmethod
     def from_toml(cls, path: str | Path) -> LoopConfig:
         """Settings from a TOML file (the shape :meth:`from_dict` documents)."""
-        try:
-            import tomllib
-        except ModuleNotFoundError:  # Python 3.10
-            import tomli as tomllib  # type: ignore[no-redef]
-
-        path = Path(path)
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ConfigError(f"{path}: no such file") from None
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        data = read_toml(path)
         return cls.from_dict(data, source=str(path))
 
 

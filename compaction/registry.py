@@ -31,6 +31,7 @@ __all__ = [
     "UnknownStrategyError",
     "ladder_from_config",
     "load_ladder",
+    "read_toml",
     "registry",
 ]
 
@@ -192,8 +193,8 @@ def ladder_from_config(config: Mapping[str, Any], *, reg: Registry | None = None
     return pipeline
 
 
-def load_ladder(path: str | Path, *, reg: Registry | None = None) -> Any:
-    """A pipeline from a TOML file with the shape :func:`ladder_from_config` takes."""
+def read_toml(path: str | Path) -> dict[str, Any]:
+    """The table in the TOML file ``path``; a :class:`ConfigError` naming the file otherwise."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -201,11 +202,18 @@ def load_ladder(path: str | Path, *, reg: Registry | None = None) -> Any:
 
     path = Path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def load_ladder(path: str | Path, *, reg: Registry | None = None) -> Any:
+    """A pipeline from a TOML file with the shape :func:`ladder_from_config` takes."""
+    data = read_toml(path)
     try:
         return ladder_from_config(data, reg=reg)
     except ConfigError as exc:
