@@ -175,6 +175,8 @@ class CompactionPipeline:
         return result
 
     def _fail(self, run: Run, exc: BaseException) -> None:
+        if exc is run.reported:  # the layer that raised has reported it already
+            return
         log.error("compaction.failed", error=repr(exc), labels=run.labels)
         events.failed.send(self, name="pipeline", error=exc, stage="run", labels=run.labels)
 

@@ -78,6 +78,9 @@ class Run:
     strict: bool = False
     applied: list[Applied] = attrs.field(factory=list)
     declined: list[Declined] = attrs.field(factory=list)
+    #: The exception a layer raised and already reported (strict runs re-raise it), so the
+    #: pipeline does not report the same failure twice.
+    reported: BaseException | None = None
 
     @property
     def over(self) -> bool:
@@ -265,6 +268,7 @@ class Strategy:
             labels=run.labels,
         )
         if run.strict:
+            run.reported = exc
             raise exc
 
     def _failed(self, run: Run, exc: BaseException, stage: str) -> None:

@@ -138,11 +138,14 @@ class TestRules:
         assert failures[0][0] is boom and isinstance(failures[0][1], RuntimeError)
         validate(result.messages)
 
-    def test_strict_reraises(self, counter) -> None:
-        with pytest.raises(RuntimeError, match="layer exploded"):
+    def test_strict_reraises_after_reporting_once(self, counter) -> None:
+        failures = []
+        receiver = lambda sender, **kw: failures.append(kw["name"])  # noqa: E731
+        with events.failed.connected_to(receiver), pytest.raises(RuntimeError, match="exploded"):
             CompactionPipeline(counter=counter, strict=True).use(Raises()).compact(
                 convo(), target=10
             )
+        assert failures == ["raises"]
 
     def test_budget_target(self, counter) -> None:
         msgs = convo()
