@@ -11,9 +11,6 @@ so ``-o`` never holds half a conversation and is never created when the run fail
 
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,15 +84,6 @@ def serialize(messages: Sequence[Any], loaded: Any, to: str | None) -> bytes:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` all at once: a reader sees the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    from .._atomic import write_atomic as write
+
+    write(path, data)

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import IO, Any, Final
 
+from .._atomic import write_atomic
 from ..adapters import AdapterError
 from ..adapters.anthropic import to_anthropic
 from ..adapters.openai import to_openai
@@ -141,12 +141,4 @@ def dump(
     if hasattr(dest, "write"):
         dest.write(text)  # type: ignore[union-attr]
         return
-    target = Path(dest)  # type: ignore[arg-type]
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(Path(dest), text.encode("utf-8"))  # type: ignore[arg-type]
