@@ -9,7 +9,7 @@ import attrs
 __all__ = ["Budget", "resolve_target"]
 
 
-def _positive_int(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+def _int(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"Budget.{attribute.name} must be an int, got {type(value).__name__}")
 
@@ -21,8 +21,8 @@ class Budget:
     The conversation must fit in ``available = max_tokens - reserved_tokens``.
     """
 
-    max_tokens: int = attrs.field(validator=_positive_int)
-    reserved_tokens: int = attrs.field(default=0, validator=_positive_int)
+    max_tokens: int = attrs.field(validator=_int)
+    reserved_tokens: int = attrs.field(default=0, validator=_int)
 
     def __attrs_post_init__(self) -> None:
         if self.max_tokens <= 0:

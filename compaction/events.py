@@ -2,8 +2,8 @@
 
 Subscribe with ``events.compacted.connect(fn)``; receivers get the sender first and keyword
 arguments. Every signal carries ``labels``: a mapping the caller passed to ``compact`` (the
-trigger puts ``context_size`` and ``window`` there; sessions their name), so metrics can be
-tagged without wrapping anything.
+trigger puts ``context_size`` and ``window`` there), so metrics can be tagged without wrapping
+anything.
 
 =====================  ===================  ====================================================
 signal                 sender               keyword arguments
@@ -11,13 +11,16 @@ signal                 sender               keyword arguments
 ``started``            the pipeline         tokens, target, messages (count), labels
 ``strategy_applied``   the strategy         name, before, after, seconds, labels
 ``strategy_declined``  the strategy         name, reason ("declined" | "did_not_shrink" |
-                                            "raised"), tokens, seconds, error, labels
+                                            "invalid" | "raised"), tokens, seconds, error,
+                                            labels
 ``compacted``          the pipeline         before, after, target, applied (tuple of
                                             :class:`~compaction.result.Applied`), changed,
                                             fits, labels
 ``duration``           pipeline / strategy  scope ("run" | "strategy"), name, seconds, ok,
                                             labels
-``failed``             pipeline / strategy  name, error (the exception), stage, labels
+``failed``             pipeline, strategy   name, error (the exception), stage ("run",
+                       or compactor         "rewrite", "invalid output", "summarize",
+                                            "trigger"), labels
 ``summarized``         the strategy         name, input_tokens, output_tokens, seconds, ok,
                                             error, labels
 =====================  ===================  ====================================================

@@ -196,9 +196,19 @@ class TiktokenCounter(CachingCounter):
         return f"TiktokenCounter(encoding={self.encoding_name!r})"
 
 
+_default: TokenCounter | None = None
+
+
 def default_counter() -> TokenCounter:
-    """The counter used when none is given: tiktoken cl100k (offline), else approximate."""
-    try:
-        return TiktokenCounter()
-    except EncodingUnavailableError:
-        return ApproximateCounter()
+    """The counter used when none is given: tiktoken cl100k (offline), else approximate.
+
+    One instance per process, so every pipeline and standalone strategy that was given no
+    counter shares one cache: a message counted by one is never encoded again by another.
+    """
+    global _default
+    if _default is None:
+        try:
+            _default = TiktokenCounter()
+        except EncodingUnavailableError:
+            _default = ApproximateCounter()
+    return _default
