@@ -45,6 +45,7 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import secrets
 import typing
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
@@ -342,6 +343,17 @@ def _apply(context: MutableMapping[str, Any], changes: Iterable[ContextChange]) 
             context[change.key] = copy.deepcopy(change.new)
 
 
+def _apply_all(context: MutableMapping[str, Any], changes: Sequence[ContextChange]) -> None:
+    """Apply ``changes`` all or nothing: every new value in one ``update`` (one atomic write,
+    checked first, for a session's context), then the removals, which cannot fail."""
+    values = {c.key: copy.deepcopy(c.new) for c in changes if c.new is not MISSING}
+    if values:
+        context.update(values)
+    for change in changes:
+        if change.new is MISSING:
+            context.pop(change.key, None)
+
+
 # -- replies -------------------------------------------------------------------------------------
 
 
@@ -356,7 +368,7 @@ def _reply_message(reply: Any, step: int) -> tuple[Message, Any]:
     if isinstance(reply, Message):
         if reply.role != "assistant":
             raise TypeError(f"the model must reply with an assistant message, got {reply.role!r}")
-        return reply, reply.meta.get("usage")
+        return _unique_call_ids(reply), reply.meta.get("usage")
     if isinstance(reply, str):
         return assistant(reply), None
     if reply is None:
@@ -378,12 +390,32 @@ def _reply_message(reply: Any, step: int) -> tuple[Message, Any]:
             raise TypeError(f"tool call {n} of the reply has no name")
         calls.append(
             ToolCall(
-                _get(raw, "id") or f"call_{step}_{n}",
+                _get(raw, "id") or _new_call_id(),
                 name,
                 arguments if arguments is not None else "{}",
             )
         )
-    return assistant(content or "", calls), usage
+    return _unique_call_ids(assistant(content or "", calls)), usage
+
+
+def _new_call_id() -> str:
+    # Random, not numbered per run: ids must not repeat anywhere in the conversation
+    # (Anthropic refuses a request whose tool_use ids repeat), and runs continue a history.
+    return f"call_{secrets.token_hex(8)}"
+
+
+def _unique_call_ids(message: Message) -> Message:
+    """``message`` with a repeated tool call id replaced: results are matched to calls by id,
+    so two calls sharing one would make a conversation every provider refuses."""
+    seen: set[str] = set()
+    calls = []
+    changed = False
+    for call in message.tool_calls:
+        if call.id in seen:
+            call, changed = ToolCall(_new_call_id(), call.name, call.arguments), True
+        seen.add(call.id)
+        calls.append(call)
+    return message.replace(tool_calls=tuple(calls)) if changed else message
 
 
 def _result_text(value: Any) -> str:
@@ -476,7 +508,7 @@ class TurnLoop:
       ``window``, ``compact_at``, ``compact_to``) override it.
     - ``compactor``: a ready :class:`~compaction.trigger.Compactor` (else one is built when a
       ``window`` is set, with the tools' schemas accounted for); ``counter`` its counter.
-    - ``session``: a persistent session (anything with ``add``, ``global_context`` and
+    - ``session``: a persistent session (anything with ``add(*messages)``, ``global_context`` and
       ``save``; ``messages`` for the history): the history is its raw history and the context
       its global context. Otherwise ``context`` (a dict you keep; default a new one) and an
       in-memory history.
@@ -647,16 +679,21 @@ class TurnLoop:
             body = [self._truncate.truncate_message(m) for m in body]
         return [*head, *kept, *body]
 
-    def _record(self, message: Message, store: bool) -> Message:
+    def _record(self, *batch: Message, store: bool) -> tuple[Message, ...]:
+        """Append ``batch`` to the history in one write (with a session: one ``add``)."""
         if not store:
-            return message
+            return batch
         if self.session is not None:
-            stored = self.session.add(message)
-            if isinstance(stored, tuple) and len(stored) == 1 and isinstance(stored[0], Message):
-                return stored[0]
-            return message
-        self._history.append(message)
-        return message
+            stored = self.session.add(*batch)
+            if (
+                isinstance(stored, tuple)
+                and len(stored) == len(batch)
+                and all(isinstance(m, Message) for m in stored)
+            ):
+                return stored
+            return batch
+        self._history.extend(batch)
+        return batch
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -714,7 +751,13 @@ class TurnLoop:
         if work is not None:
             before = {k: context[k] for k in context}
             made = _diff(before, work, self.config.name, call.name)
-            _apply(context, made)
+            try:
+                _apply_all(context, made)
+            except (TypeError, ValueError) as exc:
+                # A value the context cannot hold (a session's context keeps JSON only): the
+                # tool's changes are dropped, as when it raises, and the model is told.
+                log.warning("loop.context_refused", tool=call.name, error=repr(exc))
+                return f"error: {call.name} changed the context in a way it cannot keep: {exc}"
             changes.extend(made)
         return _result_text(value)
 
@@ -743,7 +786,7 @@ class TurnLoop:
         messages = self._frame(self.history if store else history)
         messages.append(prompt_message)
         validate(messages)
-        messages[-1] = self._record(prompt_message, store)
+        (messages[-1],) = self._record(prompt_message, store=store)
         added = [messages[-1]]
         requests: list[tuple[Message, ...]] = []
         changes: list[ContextChange] = []
@@ -761,17 +804,20 @@ class TurnLoop:
             requests.append(request)
             raw = await self._call_model(request, run_options, sync)
             reply, usage = _reply_message(raw, step)
-            reply = self._record(reply, store)
-            messages.append(reply)
-            added.append(reply)
+            results = [
+                tool(call.id, await self._call_tool(call, shared, changes, sync), name=call.name)
+                for call in reply.tool_calls
+            ]
+            # A reply is stored together with the results of its calls, in one write: a run
+            # interrupted while a tool works (Ctrl-C, a crash) leaves no unanswered call in
+            # the history, which would make every later request invalid.
+            stored = self._record(reply, *results, store=store)
+            reply = stored[0]
+            messages.extend(stored)
+            added.extend(stored)
             if not reply.tool_calls:
                 stopped = "answer"
                 break
-            for call in reply.tool_calls:
-                text = await self._call_tool(call, shared, changes, sync)
-                result = self._record(tool(call.id, text, name=call.name), store)
-                messages.append(result)
-                added.append(result)
         assert reply is not None  # max_steps >= 1
         save = getattr(self.session, "save", None)
         if store and save is not None:

@@ -32,8 +32,9 @@ The contract, and why it is shaped like this:
   OpenAI ``prompt_tokens``; Anthropic ``input_tokens`` plus its cache read and creation
   counts) is what the provider measured for the previous request; to it the compactor adds a
   local count of only the messages appended since. Without usage it counts locally (each
-  message once: counts are cached). A compaction discards the anchor, which describes a
-  conversation that no longer exists.
+  message once: counts are cached); so it does, with a warning logged, for a usage it
+  cannot read (null or missing input counts, negative numbers). A compaction discards the
+  anchor, which describes a conversation that no longer exists.
 - **Compacting aims at** ``compact_to * window`` minus what the tool schemas take, since the
   schemas travel with every request. When the provider counts the conversation bigger than
   the local counter does, that target is scaled down by the same ratio, since the pipeline
@@ -69,12 +70,12 @@ from .tokens import TokenCounter
 __all__ = ["Compactor", "CompactorStats", "usage_tokens"]
 
 
-def _int_or_none(value: Any) -> int | None:
-    if value is None or isinstance(value, bool):
+def _int_or_none(value: Any, name: str) -> int | None:
+    if value is None or isinstance(value, bool) or not isinstance(value, int):
         return None
-    if isinstance(value, int):
-        return value
-    return None
+    if value < 0:
+        raise ValueError(f"usage {name} must not be negative, got {value}")
+    return value
 
 
 def _field(source: Any, name: str) -> Any:
@@ -100,12 +101,12 @@ def usage_tokens(usage: Any) -> int:
     inner = _field(usage, "usage")
     if inner is not None and inner is not usage:
         return usage_tokens(inner)
-    input_tokens = _int_or_none(_field(usage, "input_tokens"))
+    input_tokens = _int_or_none(_field(usage, "input_tokens"), "input_tokens")
     if input_tokens is not None:
-        cached = _int_or_none(_field(usage, "cache_read_input_tokens")) or 0
-        created = _int_or_none(_field(usage, "cache_creation_input_tokens")) or 0
+        cached = _int_or_none(_field(usage, "cache_read_input_tokens"), "cache reads") or 0
+        created = _int_or_none(_field(usage, "cache_creation_input_tokens"), "cache writes") or 0
         return input_tokens + cached + created
-    prompt_tokens = _int_or_none(_field(usage, "prompt_tokens"))
+    prompt_tokens = _int_or_none(_field(usage, "prompt_tokens"), "prompt_tokens")
     if prompt_tokens is not None:
         return prompt_tokens
     raise TypeError(
@@ -258,6 +259,15 @@ class Compactor:
 
     # -- the call ------------------------------------------------------------------------------
 
+    def _reported(self, usage: Any) -> int | None:
+        # A usage without a readable input count (a server that sends nulls, or only totals)
+        # is no reason to end the turn: the estimate is then counted locally.
+        try:
+            return usage_tokens(usage)
+        except (TypeError, ValueError) as exc:
+            log.warning("trigger.usage_unreadable", error=str(exc), labels=self.labels)
+            return None
+
     def _extends(self, messages: Sequence[Message], length: int, first: Any, last: Any) -> bool:
         if length == 0:
             return True
@@ -272,7 +282,7 @@ class Compactor:
             raise TypeError(
                 f"messages must be a sequence of Message, got {type(messages).__name__}"
             )
-        reported = None if usage is None else usage_tokens(usage)
+        reported = None if usage is None else self._reported(usage)
         view = self._view
         if self._extends(messages, self._src_len, self._src_first, self._src_last):
             start = self._src_len

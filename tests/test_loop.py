@@ -646,3 +646,77 @@ def test_an_unknown_strategy_in_the_config_is_named(tmp_path):
     path = write_config(tmp_path, '[compaction]\nwindow = 1000\nuse = ["no_such_strategy"]\n')
     with pytest.raises(ConfigError, match="no_such_strategy"):
         TurnLoop.from_config(path, Scripted())
+
+
+# -- the conversation stays valid whatever a tool or the model does ----------------------------
+
+
+def test_an_interrupted_tool_leaves_the_session_valid(tmp_path):
+    # Ctrl-C while a tool runs: the call was asked for but never answered. The session must
+    # not keep the unanswered call, or every later run would be refused as invalid.
+    sessions = pytest.importorskip("compaction.sessions")
+    session = sessions.SessionStore(tmp_path).open("s")
+
+    def slow() -> str:
+        raise KeyboardInterrupt
+
+    loop = TurnLoop(Scripted(ask("slow"), assistant("after")), [slow], session=session)
+    with pytest.raises(KeyboardInterrupt):
+        loop.run("go")
+    validate(session.messages)
+    assert [m.role for m in session.messages] == ["user"]
+    model = Scripted(assistant("fine"))
+    assert TurnLoop(model, session=session).run("again").reply.content == "fine"
+    validate(model.calls[0][0])
+
+
+def test_a_context_value_that_cannot_be_stored_is_an_error_for_the_model(tmp_path):
+    sessions = pytest.importorskip("compaction.sessions")
+    session = sessions.SessionStore(tmp_path).open("s")
+
+    def remember(context: dict) -> str:
+        context["ok"] = 1
+        context["tags"] = {"a", "b"}  # a set: not JSON
+        return "done"
+
+    loop = TurnLoop(Scripted(ask("remember"), assistant("noted")), [remember], session=session)
+    result = loop.run("go")
+    assert result.reply.content == "noted"
+    assert result.messages[2].content.startswith("error:")
+    assert "tags" in result.messages[2].content
+    validate(session.messages)
+    # nothing of the failed tool's changes was applied (all or nothing, as when it raises)
+    assert dict(session.global_context) == {}
+    assert result.context_changes == ()
+
+
+def test_duplicate_tool_call_ids_from_the_model_are_made_unique():
+    reply = {
+        "content": "",
+        "tool_calls": [
+            {"id": "same", "function": {"name": "add", "arguments": '{"a": 1, "b": 2}'}},
+            {"id": "same", "function": {"name": "add", "arguments": '{"a": 3, "b": 4}'}},
+        ],
+    }
+    model = Scripted(reply, assistant("3 and 7"))
+    loop = TurnLoop(model, [add])
+    loop.run("add")
+    validate(loop.history)
+    validate(model.calls[1][0])
+    calls = loop.history[1].tool_calls
+    assert calls[0].id == "same" and calls[1].id != "same"
+    assert [m.content for m in loop.history[2:4]] == ["3", "7"]
+    assert [m.tool_call_id for m in loop.history[2:4]] == [c.id for c in calls]
+
+
+def test_tool_call_ids_made_up_for_a_model_are_unique_across_runs():
+    # A model that gives no ids (some local servers): the ids we make up must not repeat in
+    # the conversation either (Anthropic refuses a request whose tool_use ids repeat).
+    call = {"function": {"name": "add", "arguments": '{"a": 1, "b": 1}'}}
+    no_id = {"content": "", "tool_calls": [call]}
+    model = Scripted(no_id, assistant("2"), no_id, assistant("2 again"))
+    loop = TurnLoop(model, [add])
+    loop.run("one")
+    loop.run("two")
+    ids = [c.id for m in loop.history for c in m.tool_calls]
+    assert len(ids) == 2 and len(set(ids)) == 2

@@ -153,3 +153,18 @@ def test_view_and_recall_survive_a_fresh_process(session: Session) -> None:
     view = json.loads(out.stdout)["view"]
     assert [m["content"] for m in view["messages"]][1].startswith("[Summary]")
     assert view["messages"][1]["meta"]["compaction"]["replaces"] == [raw[1].id, raw[2].id]
+
+
+def test_clear_empties_the_raw_history_so_recall_of_an_old_id_is_none(tmp_path):
+    # clear() is deletion on request, not compaction: documented, and ids are never reused.
+    from compaction.messages import user
+    from compaction.sessions import SessionStore
+
+    session = SessionStore(tmp_path).open("s")
+    (old,) = session.add(user("before"))
+    session.clear()
+    assert session.recall(old.id) is None
+    (new,) = session.add(user("after"))
+    assert new.id != old.id
+    assert session.recall(old.id) is None
+    assert "recall" in (type(session).clear.__doc__ or "")

@@ -496,3 +496,34 @@ def test_async_twin_compacts_the_same():
 def test_marks_are_not_moved_by_floating_point():
     c = Compactor(CompactionPipeline(), 10, compact_at=0.7, compact_to=0.3, counter=counter())
     assert (c.threshold, c.target) == (7, 3)  # 0.7 * 10 == 7.000000000000001
+
+
+# -- a usage the trigger cannot read never ends the turn -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "usage",
+    [
+        {"prompt_tokens": None, "completion_tokens": None},
+        {"input_tokens": None},
+        {"total_tokens": 700},  # a server that reports only totals
+        SimpleNamespace(prompt_tokens=None),
+        {"prompt_tokens": -5},
+    ],
+)
+def test_an_unreadable_usage_is_ignored_and_counted_locally(usage):
+    c = compactor()
+    messages = [sized(user, 50)]
+    c.before_call(messages)
+    messages.append(sized(assistant, 10))
+    assert c.before_call(messages, usage=usage) is messages
+    assert not c.stats.anchored
+    assert c.stats.last_estimate == c.counter.count_messages(messages)
+    assert asyncio.run(c.abefore_call(messages, usage=usage)) is messages
+
+
+def test_negative_usage_fields_are_an_error():
+    with pytest.raises(ValueError, match="negative"):
+        usage_tokens({"prompt_tokens": -5})
+    with pytest.raises(ValueError, match="negative"):
+        usage_tokens({"input_tokens": 10, "cache_read_input_tokens": -20})

@@ -265,7 +265,13 @@ class Session:
         return self.add(Message("assistant", text, **fields), at=at)[0]
 
     def clear(self) -> None:
-        """Empty the history (and the view). Global context, state and metadata stay."""
+        """Empty the history (and the view). Global context, state and metadata stay.
+
+        Unlike compaction, which never loses a message, this is deletion on request: the
+        raw history is gone, so :meth:`recall` of an id from before the clear answers None.
+        Ids are never reused (sequence numbers carry on), so an old id never names a newer
+        message. Export the session first to keep a copy.
+        """
         with self._locked():
             if not self._journal.exists():
                 return
@@ -366,7 +372,8 @@ class Session:
             return tuple(doc["messages"]) + tuple(e.message for e in entries if e.seq >= through)
 
     def recall(self, ref: str) -> Message | None:
-        """The original message ``ref`` names (an id, or a ``sha1:`` fingerprint), or None."""
+        """The original message ``ref`` names (an id, or a ``sha1:`` fingerprint), or None
+        (never stored, or emptied by :meth:`clear`)."""
         with self._mutex:
             self._journal.refresh()
             entry = self._journal.find(ref)
