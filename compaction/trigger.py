@@ -35,6 +35,13 @@ The contract, and why it is shaped like this:
   message once: counts are cached); so it does, with a warning logged, for a usage it
   cannot read (null or missing input counts, negative numbers). A compaction discards the
   anchor, which describes a conversation that no longer exists.
+- **A minimum saving, and no asking twice for the same answer.** A compaction that would save
+  less than ``min_saving * window`` (default 5%) is not taken while the request still fits the
+  window: rewriting the prompt for a few tokens costs the provider's prompt cache more than it
+  saves. After an attempt that leaves the request at or over the mark (the ladder had nothing
+  to give, saved too little, or raised), the ladder is not asked again until the conversation
+  has grown by that minimum saving, so a ladder that cannot help (or a summariser that costs
+  money) is not paid again on every call.
 - **Compacting aims at** ``compact_to * window`` minus what the tool schemas take, since the
   schemas travel with every request. When the provider counts the conversation bigger than
   the local counter does, that target is scaled down by the same ratio, since the pipeline
@@ -163,7 +170,9 @@ class Compactor:
     (``0 < compact_to < compact_at <= 1``); ``counter`` the counter for local counts and for
     the pipeline (default: the pipeline's); ``tools`` the tool schemas sent with every request
     (their size is part of the estimate and is kept free when compacting); ``labels`` extra
-    labels for every event of a triggered run. See the module docstring for the contract.
+    labels for every event of a triggered run; ``min_saving`` the least share of the window a
+    compaction must save to be taken (capped at half the gap between the marks). See the
+    module docstring for the contract.
     """
 
     def __init__(
@@ -176,6 +185,7 @@ class Compactor:
         tools: Sequence[Mapping[str, Any]] | None = None,
         *,
         labels: Mapping[str, Any] | None = None,
+        min_saving: float = 0.05,
     ) -> None:
         if not hasattr(pipeline, "compact"):
             raise TypeError(f"pipeline must be a CompactionPipeline, got {type(pipeline).__name__}")
@@ -190,6 +200,12 @@ class Compactor:
                 f"compact_at full, down to compact_to); got compact_at={compact_at!r}, "
                 f"compact_to={compact_to!r}"
             )
+        if (
+            isinstance(min_saving, bool)
+            or not isinstance(min_saving, int | float)
+            or not 0 <= min_saving < 1
+        ):
+            raise ValueError(f"min_saving must be a number in [0, 1), got {min_saving!r}")
         if counter is not None and not isinstance(counter, TokenCounter):
             raise TypeError(f"counter must be a TokenCounter, got {type(counter).__name__}")
         self.pipeline = pipeline
@@ -209,6 +225,11 @@ class Compactor:
                 f"compact_to * window = {self.target + self.tool_tokens} for the "
                 "conversation; raise window or compact_to"
             )
+        self.min_saving = float(min_saving)
+        # Never more than half the gap between the marks, or a normal compaction would count
+        # as not worth it.
+        share = min(self.min_saving, (self.compact_at - self.compact_to) / 2)
+        self.min_saving_tokens = math.ceil(round(share * window, 6))
         self.labels: dict[str, Any] = dict(labels or {})
         self.stats = CompactorStats()
         #: The result of the last pipeline run in the last call, or None when it did not run.
@@ -236,6 +257,10 @@ class Compactor:
         self._has_sent = False
         self._anchor: int | None = None
         self._since = 0
+        # After an attempt that left the request at or over the mark (nothing to give, too
+        # little saved, or a failure), the ladder is not asked again until the conversation
+        # has grown by min_saving: asking on every call would pay for the same answer again.
+        self._retry_at = 0
 
     @property
     def compacted(self) -> bool:
@@ -329,7 +354,8 @@ class Compactor:
             since,
             estimate,
             anchored,
-            estimate >= self.threshold,
+            # Over the window, a request cannot be sent at all: ask even while backing off.
+            estimate >= self.threshold and (estimate >= self._retry_at or estimate > self.window),
             target,
             labels,
         )
@@ -352,11 +378,24 @@ class Compactor:
         stats.anchored = plan.anchored
         return request
 
+    def _back_off(self, size: int) -> None:
+        self._retry_at = size + max(self.min_saving_tokens, 1)
+
     def _taken(self, plan: _Plan, result: CompactionResult) -> Sequence[Message]:
         self.stats.attempts += 1
         self.last_result = result
-        if not result.changed:
+        fits_as_is = plan.estimate <= self.window
+        if result.changed and result.saved < self.min_saving_tokens and fits_as_is:
+            # Rewriting the prompt for a few tokens would cost the provider's prompt cache
+            # more than it saves: keep the request as it is.
+            log.debug("trigger.saving_too_small", saved=result.saved, labels=plan.labels)
+            self._back_off(plan.estimate)
             return self._commit(plan, plan.request, plan.tokens)
+        if not result.changed:
+            self._back_off(plan.estimate)
+            return self._commit(plan, plan.request, plan.tokens)
+        if result.after + self.tool_tokens >= self.threshold:
+            self._back_off(result.after + self.tool_tokens)
         self.stats.compactions += 1
         # The anchor measured a conversation that no longer exists.
         self._anchor = None
@@ -375,6 +414,7 @@ class Compactor:
         self.stats.attempts += 1
         self.stats.failures += 1
         self.last_result = None
+        self._back_off(plan.estimate)
         log.error("trigger.failed", error=repr(exc), labels=plan.labels)
         events.failed.send(self, name="compactor", error=exc, stage="trigger", labels=plan.labels)
         events.duration.send(

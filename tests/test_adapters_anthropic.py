@@ -349,3 +349,112 @@ def test_sdk_check_can_fail():
     pydantic = pytest.importorskip("pydantic")
     with pytest.raises(pydantic.ValidationError):
         _sdk_adapter().validate_python([{"role": "tool", "content": "x"}])
+
+
+# --- what the API would reject is never written ---------------------------------------
+
+
+def test_a_conversation_opening_with_the_assistant_opens_with_a_user_turn():
+    from compaction.adapters.anthropic import CONTINUED
+
+    # OpenAI accepts an assistant greeting first; a compacted conversation can open so too.
+    system, out = to_anthropic(
+        [Message("system", "s"), Message("assistant", "hello"), Message("user", "q")]
+    )
+    assert system == "s"
+    assert out == [
+        {"role": "user", "content": CONTINUED},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "q"},
+    ]
+    _sdk_adapter().validate_python(out)
+
+
+def test_empty_messages_are_left_out_not_written_empty():
+    _, out = to_anthropic(
+        [Message("user", "q"), Message("assistant", ""), Message("user", "r"), Message("user", "")]
+    )
+    assert out == [
+        {"role": "user", "content": [{"type": "text", "text": "q"}, {"type": "text", "text": "r"}]}
+    ]
+    _, out = to_anthropic([Message("user", ""), Message("assistant", "a")])
+    assert [m["role"] for m in out] == ["user", "assistant"]
+    assert all(m["content"] for m in out)
+
+
+def test_openai_images_go_to_anthropic_as_image_blocks_and_nothing_vanishes():
+    raw = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAA"}},
+                {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+                {"type": "input_audio", "input_audio": {"data": "AAA", "format": "wav"}},
+            ],
+        }
+    ]
+    _, out = to_anthropic(from_openai(raw))
+    assert out[0]["content"] == [
+        {"type": "text", "text": "look"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA"}},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+        {"type": "text", "text": "[input_audio part omitted: no Anthropic form]"},
+    ]
+    _sdk_adapter().validate_python(out)
+
+
+def test_anthropic_blocks_openai_has_no_form_for_leave_a_note():
+    raw = [
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "document",
+                    "source": {"type": "text", "media_type": "text/plain", "data": "d"},
+                },
+                {"type": "text", "text": "q"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "server_tool_use", "id": "srv", "name": "web_search", "input": {}},
+                {"type": "web_search_tool_result", "tool_use_id": "srv", "content": []},
+                {"type": "text", "text": "ans"},
+                {"type": "tool_use", "id": "t1", "name": "f", "input": {}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "is_error": True,
+                    "content": [
+                        {"type": "text", "text": "bad"},
+                        {"type": "image", "source": {"type": "url", "url": "https://e/x.png"}},
+                    ],
+                },
+                {"type": "image", "source": {"type": "url", "url": "https://e/y.png"}},
+            ],
+        },
+    ]
+    out = to_openai(from_anthropic(raw))
+    assert out[0]["content"] == [
+        {"type": "text", "text": "[document block omitted: no OpenAI form]"},
+        {"type": "text", "text": "q"},
+    ]
+    assert out[1]["content"] == (
+        "ans\n[server_tool_use block omitted: no OpenAI form]\n"
+        "[web_search_tool_result block omitted: no OpenAI form]"
+    )
+    assert out[2] == {
+        "role": "tool",
+        "content": "bad\n[image block omitted: no OpenAI form]",
+        "tool_call_id": "t1",
+    }
+    assert out[3]["content"] == [{"type": "image_url", "image_url": {"url": "https://e/y.png"}}]
+    # and the Anthropic round trip itself is still exact
+    assert to_anthropic(from_anthropic(raw)).messages == raw

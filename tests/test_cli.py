@@ -456,3 +456,38 @@ def test_real_transcripts_are_counted(transcripts_dir: Path) -> None:
     formats = {f["format"] for f in counts["files"]}
     assert {"claude-code", "mini-swe-agent", "swe-agent"} <= formats
     assert counts["total"] == sum(f["total"] for f in counts["files"])
+
+
+def test_output_equal_to_the_input_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The input is the full record (an agent's own log, say): never overwrite it, even when
+    # the run succeeds, and never in another shape (a Claude Code log as an Anthropic request).
+    src = tmp_path / "run.json"
+    src.write_bytes(EXAMPLE.read_bytes())
+    before = src.read_bytes()
+    line = one_line_error(
+        call(capsys, "compact", str(src), "--target", "4000", "--counter", "approx", "-o", str(src))
+    )
+    assert "is the input file" in line
+    assert src.read_bytes() == before
+    # several inputs, -o the directory they are in: each is refused, none is touched
+    other = tmp_path / "other.json"
+    other.write_bytes(before)
+    result = call(
+        capsys, "compact", str(tmp_path), "--target", "4000", "--counter", "approx",
+        "-o", str(tmp_path),
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert src.read_bytes() == before and other.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other.json", "run.json"]
+
+
+def test_window_times_ratio_is_exact(capsys: pytest.CaptureFixture[str]) -> None:
+    window = 10**30 - 1
+    result = call(
+        capsys, "compact", str(EXAMPLE), "--window", str(window), "--counter", "approx",
+        "--dry-run", "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["target"] == window * 2 // 5

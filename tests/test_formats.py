@@ -291,3 +291,36 @@ def test_detection_is_by_content_not_name(tmp_path):
     renamed = tmp_path / "x.jsonl"
     shutil.copy(fixture("tiny.traj.json"), renamed)
     assert detect_format(renamed) == "mini-swe-agent"
+
+
+def test_jsonl_lines_end_at_newline_only(tmp_path):
+    # JSON allows U+2028, U+2029 and U+0085 raw inside strings (json.dumps with
+    # ensure_ascii=False writes them raw, as dumps() does); they do not end a JSONL line.
+    raw = [
+        {"role": "user", "content": "a\u2028b\u2029c"},
+        {"role": "assistant", "content": "ok\x85\x1cdone"},
+    ]
+    path = tmp_path / "chat.jsonl"
+    path.write_text("".join(json.dumps(m, ensure_ascii=False) + "\n" for m in raw), "utf-8")
+    loaded = load(path)
+    assert [m.content for m in loaded.messages] == [raw[0]["content"], raw[1]["content"]]
+    assert dumps(loaded.messages, "openai", like=loaded) == path.read_text("utf-8")
+
+
+def test_bom_crlf_and_blank_lines_are_read(tmp_path):
+    raw = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+    crlf = tmp_path / "crlf.jsonl"
+    crlf.write_bytes(
+        b"\xef\xbb\xbf" + json.dumps(raw[0]).encode() + b"\r\n\r\n" + json.dumps(raw[1]).encode()
+    )
+    assert [m.content for m in load(crlf).messages] == ["q", "a"]
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + json.dumps(raw).encode() + b"\r\n")
+    assert [m.content for m in load(bom).messages] == ["q", "a"]
+
+
+def test_a_one_line_jsonl_file_stays_jsonl(tmp_path):
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "q"}) + "\n", "utf-8")
+    loaded = load(path)
+    assert dumps(loaded.messages, "openai", like=loaded) == path.read_text("utf-8")

@@ -485,3 +485,19 @@ def test_messages_window_holds_unless_protected(messages, window):
     if inner > window:
         # only what may not go is left: the anchor (if any) and the newest step
         assert len(t.groups) <= 2
+
+
+def test_a_note_over_a_note_counts_equal_messages_dropped_in_both_rounds():
+    # "continue" / "ok" come back again and again in real chats: equal messages share a
+    # fingerprint, yet each one dropped is one more message the note stands for.
+    chat = [msg("user", "continue"), msg("assistant", "ok")] * 3
+    msgs = [msg("system", "s"), *chat, msg("user", "task"), *step(0), *step(1)]
+    first = compact(msgs, 100).messages
+    assert first[1].content.startswith("[4 earlier messages")
+    assert len(provenance(first[1])["replaces"]) == 4
+    second = compact(first, 60).messages
+    # the older note's 4 plus the 2 equal messages dropped now
+    assert second[1].content.startswith("[6 earlier messages")
+    assert len(provenance(second[1])["replaces"]) == 6
+    direct = compact(msgs, 60).messages
+    assert provenance(second[1])["replaces"] == provenance(direct[1])["replaces"]

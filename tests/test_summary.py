@@ -569,3 +569,63 @@ def test_input_is_never_modified():
     snapshot = list(msgs)
     compact(Summary(), msgs, target=100)
     assert msgs == snapshot
+
+
+# -- edges found in review ---------------------------------------------------------------------
+
+
+def test_without_a_user_message_the_newest_steps_are_still_kept():
+    # An agent started from a system prompt alone: no task anchor, so everything is history,
+    # but the newest step's output has still not been acted on.
+    msgs = [system("You are a coding agent."), *task(0, steps=4)[1:]]
+    rec = Recorder()
+    out = compact(Summary(rec), msgs, target=100).messages
+    validate(out)
+    assert out[-2:] == tuple(msgs[-2:])
+    assert all("output 0.3" not in seen for seen in rec.seen)
+    assert compact(Summary(rec, keep_steps=2), msgs, target=100).messages[-4:] == tuple(msgs[-4:])
+
+
+def test_small_raw_leftovers_between_summaries_do_not_stop_the_rounds():
+    # After a few runs the history is summaries with bits of old turns between them, each bit
+    # too small to be worth a call of its own: they are combined, not left over target.
+    def old_summary(n: int) -> Message:
+        gone = [user(f"gone {n}.{i}") for i in range(3)]
+        return mark(user("x" * 2000), strategy="summary", kind="summary", replaces=gone)
+
+    msgs = [
+        system("s"),
+        old_summary(0),
+        user("old request"),
+        old_summary(1),
+        assistant("old reply"),
+        user("task now"),
+        *task(9, steps=1)[1:],
+    ]
+    rec = Recorder(answer="## Objective\nshort")
+    result = compact(Summary(rec), msgs, target=COUNTER.count_messages(msgs) // 2)
+    assert result.fits and rec.seen
+    validate(result.messages)
+    assert result.messages[-3:] == tuple(msgs[-3:])  # the task and its step are kept
+    (summary,) = summaries(result.messages)
+    # as little as it can: both summaries and the request between them, not the old reply
+    assert len(provenance(summary)["replaces"]) == 3 + 1 + 3
+    assert [m.content for m in result.messages[2:4]] == ["old reply", "task now"]
+
+
+def test_an_async_call_with_an_acall_is_still_refused_by_compact():
+    class AsyncBoth:
+        name = "async-both"
+
+        async def __call__(self, transcript, instructions):
+            return "## Objective\nasync"
+
+        async def acall(self, transcript, instructions):
+            return "## Objective\nasync"
+
+    strategy = Summary(AsyncBoth())
+    assert strategy.is_async
+    result = compact(strategy, conversation(), target=100)
+    (failure,) = result.failures
+    assert isinstance(failure.error, TypeError) and "acompact" in str(failure.error)
+    assert strategy.failures == 0  # a programming error, not a summariser failure

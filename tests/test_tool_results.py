@@ -336,9 +336,12 @@ def test_explain_capabilities_and_can_handle():
     assert ToolResults.name == "tool_results"
     assert ToolResults.capabilities.model_call is False
     assert ToolResults.capabilities.lossless is False
-    assert strategy.can_handle(run(3)) == 1.0
-    assert strategy.can_handle(run(2)) == 0.0  # both steps are kept
+    assert strategy.can_handle(run(3, name="read")) == 1.0
+    assert strategy.can_handle(run(2, name="read")) == 0.0  # both steps are kept
     assert strategy.can_handle([]) == 0.0
+    assert strategy.can_handle(run(3)) == 0.0  # bash is never touched
+    done = ToolResults(keep_steps=2).apply(run(3, name="read"), 10)
+    assert replaced(done) and ToolResults(keep_steps=2).can_handle(done) == 0.0
 
 
 def test_registered_under_its_key():

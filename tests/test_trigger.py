@@ -527,3 +527,76 @@ def test_negative_usage_fields_are_an_error():
         usage_tokens({"prompt_tokens": -5})
     with pytest.raises(ValueError, match="negative"):
         usage_tokens({"input_tokens": 10, "cache_read_input_tokens": -20})
+
+
+class TrimLast(Strategy):
+    """Saves a few tokens by trimming the newest message's text: too little to be worth it."""
+
+    name = "trim_last"
+
+    def rewrite(self, messages, *, target, counter):
+        last = messages[-1]
+        if len(last.content) < 10:
+            return None
+        return (*messages[:-1], last.replace(content=last.content[:-10]))
+
+
+class Declines(Strategy):
+    name = "declines"
+
+    def rewrite(self, messages, *, target, counter):
+        return None
+
+
+def test_a_saving_below_the_minimum_is_not_taken() -> None:
+    c = counter()
+    compactor = Compactor(CompactionPipeline().use(TrimLast), WINDOW, counter=c)
+    msgs = [system("s" * 96), user("u" * 700)]
+    sent = compactor.before_call(msgs)
+    assert compactor.stats.attempts == 1
+    assert compactor.last_result is not None and compactor.last_result.changed
+    assert sent is msgs  # 10 tokens are not worth a cache miss
+    assert compactor.stats.compactions == 0
+
+
+def test_a_small_saving_is_taken_when_the_request_would_not_fit() -> None:
+    c = counter()
+    compactor = Compactor(CompactionPipeline().use(TrimLast), WINDOW, counter=c)
+    msgs = [system("s" * 96), user("u" * 905)]  # 1,009 tokens: over the window
+    sent = compactor.before_call(msgs)
+    assert sent is not msgs
+    assert c.count_messages(sent) < c.count_messages(msgs)
+
+
+def test_a_ladder_that_cannot_help_is_not_asked_on_every_call() -> None:
+    c = counter()
+    compactor = Compactor(CompactionPipeline().use(Declines), WINDOW, counter=c)
+    msgs = [system("s" * 96), user("u" * 600)]  # 708 tokens: at the 70% mark
+    compactor.before_call(msgs)
+    assert compactor.stats.attempts == 1
+    grown = 0
+    while grown < 40:  # below the 5% (50-token) minimum saving
+        msgs.append(assistant("a" * 6))  # 10 tokens each
+        grown += 10
+        compactor.before_call(msgs)
+    assert compactor.stats.attempts == 1
+    msgs.append(assistant("a" * 6))
+    compactor.before_call(msgs)  # grown by 50: worth asking again
+    assert compactor.stats.attempts == 2
+
+
+def test_backing_off_never_sends_more_than_the_window() -> None:
+    c = counter()
+    compactor = Compactor(CompactionPipeline().use(TrimLast), WINDOW, counter=c)
+    msgs = [system("s" * 96), user("u" * 600)]
+    compactor.before_call(msgs)  # too small a saving: backs off
+    msgs.append(assistant("a" * 400))  # far over the window now
+    sent = compactor.before_call(msgs)
+    assert compactor.stats.attempts == 2
+    assert c.count_messages(sent) < c.count_messages(msgs)
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.0, "0.1", True])
+def test_min_saving_is_validated(bad) -> None:
+    with pytest.raises(ValueError, match="min_saving"):
+        Compactor(CompactionPipeline(), WINDOW, min_saving=bad)

@@ -347,3 +347,13 @@ def test_strategy_applied_event():
     assert [(kw["name"], kw["before"], kw["after"]) for kw in seen] == [
         ("truncate", result.before, result.after)
     ]
+
+
+def test_can_handle_says_whether_any_message_is_over_the_limit():
+    msgs = [system("s" * 900), user("short"), assistant("a" * 300), user("task " + "t" * 900)]
+    assert Truncate(max_chars=100).can_handle(msgs) == 1.0
+    assert Truncate(max_chars=400).can_handle(msgs) == 0.0  # system and the anchor are not cut
+    assert Truncate(max_chars=400, include_anchor=True).can_handle(msgs) == 1.0
+    assert Truncate(max_tokens=50).can_handle(msgs) == 1.0
+    assert Truncate(max_tokens=500).can_handle(msgs) == 0.0
+    assert Truncate(max_chars=100).can_handle([]) == 0.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,9 @@ def _target(args: Any) -> int:
             raise CliError("--ratio goes with --window, not with --target")
         return int(args.target)
     ratio = DEFAULT_RATIO if args.ratio is None else args.ratio
-    target = math.floor(args.window * ratio)
+    # Exact decimal arithmetic: a float product would print 39,999,...,998,332,478,947,328
+    # for a huge window at 0.4.
+    target = math.floor(args.window * Fraction(str(ratio)))
     if target <= 0:
         raise CliError(f"--window {args.window} x --ratio {ratio} leaves no tokens to fit in")
     return target
@@ -87,6 +90,13 @@ def _destination(args: Any, source: Source, single: bool, loaded: Any) -> Path |
     if relative.suffix in {".jsonl", ".traj"} and not jsonl:
         relative = relative.with_suffix(".json")
     return relative
+
+
+def _same_file(dest: Path, source: Path) -> bool:
+    try:
+        return dest.exists() and dest.samefile(source)
+    except OSError:
+        return False
 
 
 def _report(
@@ -254,6 +264,15 @@ def run(args: Any) -> int:
                 )
                 continue
             dest = _destination(args, source, single, loaded)
+            if dest is not None and _same_file(dest, source.path):
+                message = (
+                    f"-o {dest} is the input file itself; write the result elsewhere "
+                    "(the input is the full record and is left as it is)"
+                )
+                if single:
+                    raise CliError(message)
+                problems.append({"file": str(source.path), "error": message, "skipped": False})
+                continue
             if dest is not None:
                 write_atomic(dest, data)
             elif single and not args.dry_run:

@@ -25,12 +25,16 @@ from typing import Any, Final, NamedTuple
 
 from ..messages import Message, ToolCall
 from . import AdapterError
+from .openai import META_KEY as OPENAI_META_KEY
 
-__all__ = ["META_KEY", "AnthropicRequest", "from_anthropic", "to_anthropic"]
+__all__ = ["CONTINUED", "META_KEY", "AnthropicRequest", "from_anthropic", "to_anthropic"]
 
 META_KEY: Final = "anthropic"
 
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
+
+#: The user turn written first when a conversation would otherwise open with the assistant.
+CONTINUED: Final = "(continuing an earlier conversation)"
 
 
 class AnthropicRequest(NamedTuple):
@@ -238,11 +242,57 @@ def _tool_block(message: Message) -> dict[str, Any]:
     return out
 
 
+def _image_block(url: Any) -> dict[str, Any] | None:
+    """An OpenAI ``image_url`` (a data URL or a web URL) as an Anthropic image block."""
+    if not isinstance(url, str) or not url:
+        return None
+    if url.startswith("data:"):
+        head, sep, data = url[5:].partition(",")
+        media_type, _, encoding = head.partition(";")
+        if not sep or encoding != "base64" or not media_type:
+            return None
+        return {
+            "type": "image",
+            "source": {"type": "base64", "media_type": media_type, "data": data},
+        }
+    return {"type": "image", "source": {"type": "url", "url": url}}
+
+
+def _blocks_from_parts(parts: Sequence[Any]) -> list[dict[str, Any]]:
+    """OpenAI content parts as Anthropic blocks: text and images carried over; a part with no
+    Anthropic form (audio, files...) becomes a visible note rather than vanishing."""
+    out: list[dict[str, Any]] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text":
+            out += _text_block(str(part.get("text", "")))
+            continue
+        if kind == "image_url":
+            image = part.get("image_url")
+            block = _image_block(image.get("url") if isinstance(image, Mapping) else image)
+            if block is not None:
+                out.append(block)
+                continue
+        out.append(
+            {"type": "text", "text": f"[{kind or 'unknown'} part omitted: no Anthropic form]"}
+        )
+    return out
+
+
 def _user_content(message: Message) -> str | list[dict[str, Any]]:
     record = _record(message)
     blocks = record.get("blocks")
     if blocks is not None and message.content == record.get("text"):
         return copy.deepcopy(blocks)
+    # Read from OpenAI with content parts (images...): carry them over, not just their text.
+    openai = message.meta.get(OPENAI_META_KEY)
+    if (
+        not record
+        and isinstance(openai, Mapping)
+        and isinstance(openai.get("parts"), list)
+        and message.content == openai.get("parts_text")
+    ):
+        return _blocks_from_parts(openai["parts"])
     return message.content
 
 
@@ -276,7 +326,9 @@ def to_anthropic(messages: Iterable[Message]) -> AnthropicRequest:
     """:class:`Message` objects as an Anthropic request: ``(system, messages)``.
 
     Leading system messages become ``system``; a system message later on cannot be expressed
-    and raises :class:`AdapterError`. ``meta["compaction"]`` is not written out.
+    and raises :class:`AdapterError`. ``meta["compaction"]`` is not written out. What the API
+    would reject is avoided: a message with no content at all is left out, and a conversation
+    that would open with the assistant opens with a short user turn (:data:`CONTINUED`).
     """
     msgs = tuple(messages)
     start = 0
@@ -299,10 +351,17 @@ def to_anthropic(messages: Iterable[Message]) -> AnthropicRequest:
                 "a system message after the conversation started "
                 "has no Anthropic form (system goes first, once)",
             )
+        if not content:
+            # The API rejects empty messages; an empty one says nothing, so it is left out.
+            continue
         if out and out[-1]["role"] == role:
             # The API wants roles to alternate: merge into the previous message.
             previous = out[-1]
             previous["content"] = _as_blocks(previous["content"]) + _as_blocks(content)
         else:
             out.append({"role": role, "content": content})
+    if out and out[0]["role"] != "user":
+        # The API wants the conversation to open with a user turn; a compacted (or OpenAI)
+        # conversation may open with the assistant, so say plainly that it continues.
+        out.insert(0, {"role": "user", "content": CONTINUED})
     return AnthropicRequest(_system(msgs[:start]), out)

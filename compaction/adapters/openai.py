@@ -160,6 +160,8 @@ def message_to_openai(message: Message) -> dict[str, Any]:
         content = None
     else:
         content = message.content
+    if not record:
+        content = _from_anthropic_blocks(message, content)
     out["content"] = content
 
     original_calls = record.get("tool_calls", _MISSING)
@@ -188,6 +190,69 @@ def message_to_openai(message: Message) -> dict[str, Any]:
 
 
 _MISSING: Final = object()
+
+# Anthropic blocks an OpenAI message holds another way (or that OpenAI does not take back).
+_CARRIED: Final = frozenset({"text", "tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def _omitted(block: Any) -> str:
+    kind = block.get("type") if isinstance(block, Mapping) else None
+    return f"[{kind or 'unknown'} block omitted: no OpenAI form]"
+
+
+def _image_part(block: Mapping[str, Any]) -> dict[str, Any] | None:
+    source = block.get("source")
+    if not isinstance(source, Mapping):
+        return None
+    if source.get("type") == "base64" and source.get("media_type") and source.get("data"):
+        url = f"data:{source['media_type']};base64,{source['data']}"
+    elif source.get("type") == "url" and isinstance(source.get("url"), str):
+        url = source["url"]
+    else:
+        return None
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _from_anthropic_blocks(message: Message, content: Any) -> Any:
+    """The content of a message read from Anthropic blocks, for OpenAI.
+
+    Text is already in ``content``; images in a user turn become ``image_url`` parts, and any
+    other block OpenAI cannot take (documents, server tool blocks, images in a tool result)
+    leaves a visible note instead of vanishing. A rewritten message is left as it is.
+    """
+    anthropic = message.meta.get("anthropic")
+    if not isinstance(anthropic, Mapping) or message.content != anthropic.get("text"):
+        return content
+    if message.role == "tool":
+        block = anthropic.get("block")
+        inner = block.get("content") if isinstance(block, Mapping) else None
+        notes = [
+            _omitted(b)
+            for b in (inner if isinstance(inner, list) else ())
+            if not (isinstance(b, Mapping) and b.get("type") == "text")
+        ]
+        return "\n".join([message.content, *notes]) if notes else content
+    blocks = anthropic.get("blocks")
+    if not isinstance(blocks, list):
+        return content
+    if message.role == "user":
+        parts: list[dict[str, Any]] = []
+        for b in blocks:
+            if isinstance(b, Mapping) and b.get("type") == "text":
+                parts.append({"type": "text", "text": str(b.get("text", ""))})
+            elif isinstance(b, Mapping) and b.get("type") == "image" and _image_part(b):
+                parts.append(_image_part(b))  # type: ignore[arg-type]
+            else:
+                parts.append({"type": "text", "text": _omitted(b)})
+        if all(p["type"] == "text" for p in parts) and len(parts) <= 1:
+            return "\n".join(p["text"] for p in parts) if parts else content
+        return parts
+    notes = [
+        _omitted(b) for b in blocks if not (isinstance(b, Mapping) and b.get("type") in _CARRIED)
+    ]
+    if not notes:
+        return content
+    return "\n".join([t for t in [message.content] if t] + notes)
 
 
 def _safe_calls(raw: Any) -> tuple[ToolCall, ...] | None:

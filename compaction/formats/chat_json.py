@@ -35,7 +35,9 @@ def _unpack(doc: Document, path: str | Path) -> tuple[list[Any], list[int] | Non
         extra = {k: v for k, v in value.items() if k != "messages"}
         return value["messages"], None, "object", extra
     if isinstance(value, Mapping):  # a single message on its own
-        return [value], None, "list", {}
+        # ... which in a *.jsonl file is a one-line JSONL file, and is written back as one.
+        container = "jsonl" if str(path).endswith(".jsonl") else "list"
+        return [value], [1] if container == "jsonl" else None, container, {}
     raise FormatError(path, "expected a list of messages or an object with a 'messages' list")
 
 

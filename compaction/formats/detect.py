@@ -74,7 +74,9 @@ def parse_text(text: str, path: str | Path) -> Document:
     try:
         return Document(value=json.loads(text))
     except json.JSONDecodeError as whole:
-        lines = [(no, line) for no, line in enumerate(text.splitlines(), 1) if line.strip()]
+        # JSONL lines end at "\n" only: str.splitlines() would also cut at U+2028, U+0085 and
+        # other separators JSON allows raw inside strings (and json.dumps writes raw).
+        lines = [(no, line) for no, line in enumerate(text.split("\n"), 1) if line.strip()]
         first: Any = None
         if len(lines) > 1:
             try:

@@ -31,6 +31,7 @@ reference and of LangChain).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
@@ -71,20 +72,24 @@ def _stands_for(message: Message) -> int:
 def _refs(replaced: Sequence[Message]) -> tuple[str, ...]:
     """The originals ``replaced`` stands for, as :func:`compaction.transcript.mark` records them.
 
-    An older note or summary folds in the messages it stood for; one of those may also be
-    present itself (a transcript can keep the raw history next to a summary of it), and is then
-    counted once. Two equal plain messages stay two, even when their fingerprints agree.
+    An older note or summary folds in the messages it stood for. A transcript can keep the raw
+    history next to a summary of it (Claude Code does): then an original still present *before*
+    the summary is counted once, one for one. Equal messages share a fingerprint, so nothing
+    else is merged: a "continue" dropped now is one more than the "continue" an older note
+    (which stands before it) already stood for.
     """
-    plain = {message_ref(m) for m in replaced if not is_note(m)}
     refs: list[str] = []
-    folded: set[str] = set()
+    present: Counter[str] = Counter()  # plain messages met so far, not yet matched to a note
     for m in replaced:
         if not is_note(m):
-            refs.append(message_ref(m))
+            ref = message_ref(m)
+            refs.append(ref)
+            present[ref] += 1
             continue
         for ref in (provenance(m) or {}).get("replaces", ()):
-            if ref not in plain and ref not in folded:
-                folded.add(ref)
+            if present[ref] > 0:
+                present[ref] -= 1  # that original is here itself, already counted
+            else:
                 refs.append(ref)
     return tuple(refs)
 

@@ -198,7 +198,9 @@ class Summary(Strategy):
     @property
     def is_async(self) -> bool:
         """True when the summariser can only be awaited: use ``acompact`` with it."""
-        return is_async_summarizer(self.summarizer) and not hasattr(self.summarizer, "acall")
+        # An ``acall`` serves the async path only: a summariser whose own call is a coroutine
+        # still cannot be used by ``compact``.
+        return is_async_summarizer(self.summarizer)
 
     @property
     def summarizer_name(self) -> str:
@@ -257,17 +259,35 @@ class Summary(Strategy):
         if over <= 0:
             return None
         t = parse(messages)
+        # Without a task anchor everything is history, but the newest steps are still what the
+        # model acts on next: they stay, as they would in the current task.
+        limit = len(messages)
+        if t.anchor is None and t.groups:
+            limit = t.groups[self._protected(t.groups)].start
         # History, in pieces: a note on its own, and the raw groups of each turn.
         pieces: list[list[Group]] = []
-        for unit in t.turns():
+        for whole in t.turns():
+            unit = tuple(g for g in whole if g.start < limit)
+            if not unit:
+                continue
             head, rest = (unit[:1], unit[1:]) if unit[0].kind == "note" else ((), unit)
             if head:
                 pieces.append(list(head))
             if rest:
                 pieces.append(list(rest))
+        runs = _raw_runs(pieces)
+        raw = self._worth(runs, counts)
+        if not runs:
+            combine = _note_run(pieces)
+        elif not raw and any(p[0].kind == "note" for p in pieces):
+            # What is left of old turns between summaries is too small to be worth a call of
+            # its own: combine it with the summaries around it rather than stop over target.
+            combine = pieces
+        else:
+            combine = []
         tiers = (
-            ("history", _raw_run(pieces), 1),
-            ("history_summaries", _note_run(pieces) if not _raw_run(pieces) else [], 2),
+            ("history", raw, 1),
+            ("history_summaries", combine, 2),
             ("current", _raw_run(self._current_pieces(t)), 1),
             ("current_summaries", _note_run([[g] for g in t.current]), 2),
         )
@@ -286,6 +306,25 @@ class Summary(Strategy):
         steps = [i for i, g in enumerate(current) if g.kind != "note"]
         protected = set(steps[-self.keep_steps :])
         return [[g] for i, g in enumerate(current) if i not in protected]
+
+    def _protected(self, groups: Sequence[Group]) -> int:
+        """Index of the first of the newest ``keep_steps`` steps of ``groups`` (0 if fewer)."""
+        seen = 0
+        for index in range(len(groups) - 1, -1, -1):
+            if groups[index].kind != "note":
+                seen += 1
+                if seen == self.keep_steps:
+                    return index
+        return 0
+
+    def _worth(
+        self, runs: Sequence[list[Sequence[Group]]], counts: Sequence[int]
+    ) -> list[Sequence[Group]]:
+        """The oldest of ``runs`` big enough to be worth a summariser call (else none)."""
+        for run in runs:
+            if sum(counts[run[0][0].start : run[-1][-1].end]) >= self.min_tokens:
+                return run
+        return []
 
     # -- one round -----------------------------------------------------------------------------
 
@@ -491,6 +530,21 @@ def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
             out.append(piece)
         elif out:
             break
+    return out
+
+
+def _raw_runs(pieces: Sequence[Sequence[Group]]) -> list[list[Sequence[Group]]]:
+    """Every contiguous run of pieces that are not notes, oldest first."""
+    out: list[list[Sequence[Group]]] = []
+    run: list[Sequence[Group]] = []
+    for piece in pieces:
+        if piece[0].kind != "note":
+            run.append(piece)
+        elif run:
+            out.append(run)
+            run = []
+    if run:
+        out.append(run)
     return out
 
 

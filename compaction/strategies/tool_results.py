@@ -130,10 +130,17 @@ class ToolResults(Strategy):
         )
 
     def can_handle(self, messages: Sequence[Message]) -> float:
-        """1.0 when some tool result lies outside the kept steps, else 0.0."""
-        steps = [g for g in parse(messages).groups if g.kind == "step"]
+        """1.0 when some tool result outside the kept steps may still be replaced, else 0.0
+        (already replaced and excluded tools' results do not count)."""
+        msgs = tuple(messages)
+        steps = [g for g in parse(msgs).groups if g.kind == "step"]
         for group in steps[: max(0, len(steps) - self.keep_steps)]:
-            if group.end - group.start > 1:
+            names = {call.id: call.name for call in msgs[group.start].tool_calls}
+            for result in msgs[group.start + 1 : group.end]:
+                if (provenance(result) or {}).get("kind") == "placeholder":
+                    continue
+                if names.get(result.tool_call_id or "", result.name) in self.exclude_tools:
+                    continue
                 return 1.0
         return 0.0
 

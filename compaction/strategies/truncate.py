@@ -122,6 +122,20 @@ class Truncate(Strategy):
             f"of each and marking the cut{anchor}."
         )
 
+    def can_handle(self, messages: Sequence[Message]) -> float:
+        """1.0 when some message it may touch is over the limit, else 0.0 (``max_tokens`` is
+        judged with an approximate counter here; the run's counter decides in a ladder)."""
+        msgs = tuple(messages)
+        counter = self._default_counter()
+        for i in self._candidates(msgs):
+            m = msgs[i]
+            if self.max_chars is not None:
+                if len(m.content) > self.max_chars:
+                    return 1.0
+            elif m.content and counter.count(m) > (self.max_tokens or 0):
+                return 1.0
+        return 0.0
+
     # -- cutting one message ---------------------------------------------------------------
 
     def _cut(self, text: str, kept: int) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections.abc import Awaitable, Iterable
 from typing import Any, Final, Protocol, runtime_checkable
 
@@ -98,6 +99,15 @@ def header(label: str) -> str:
     return f"--- {label} ---"
 
 
+#: A line of content that reads like a header. It is indented by one space when rendered, so
+#: a tool output (a web page, a file) cannot open a fake "user" or "summary" block.
+_HEADER_LIKE: Final = re.compile(r"^(?=--- .+ ---$)", re.MULTILINE)
+
+
+def _body(text: str) -> str:
+    return _HEADER_LIKE.sub(" ", text)
+
+
 def _arguments(text: str) -> str:
     # Decoded, so a path inside a JSON string reads as the path (no escaped newlines or
     # quotes glued to it); anything that is not a JSON object is shown as it is.
@@ -132,15 +142,16 @@ def render_transcript(messages: Iterable[Message]) -> str:
     ``tool call: NAME (ID)`` (followed by its decoded arguments), ``tool result: NAME (ID)``
     (the tool's name taken from the call when the result does not carry it), and
     ``summary of earlier messages`` / ``note on earlier messages`` for compaction output.
+    A line of content that looks like a header is indented by one space, so only the labels
+    written here are headers.
     """
     msgs = list(messages)
     names = {call.id: call.name for m in msgs for call in m.tool_calls}
     blocks: list[str] = []
     for m in msgs:
         if m.content or not m.tool_calls:
-            blocks.append(f"{header(_label(m, names))}\n{m.content}")
+            blocks.append(f"{header(_label(m, names))}\n{_body(m.content)}")
         for call in m.tool_calls:
-            blocks.append(
-                f"{header(f'tool call: {call.name} ({call.id})')}\n{_arguments(call.arguments)}"
-            )
+            arguments = _body(_arguments(call.arguments))
+            blocks.append(f"{header(f'tool call: {call.name} ({call.id})')}\n{arguments}")
     return "\n\n".join(blocks)
