@@ -88,14 +88,17 @@ def mark(
 ) -> Message:
     """Record on ``message`` that ``strategy`` produced it, standing for ``replaces``.
 
-    When a replaced message was itself compaction output, its own provenance is folded in, so
-    a note written over an older note still names every original message it stands for.
+    When a replaced message was itself compaction output (a note, a summary, a placeholder, a
+    truncated copy), its own provenance is folded in, so whatever is written over it still
+    names the original messages — the ones the raw history holds and ``recall`` can find —
+    never an intermediate rewrite that exists nowhere else.
     """
     refs: list[str] = []
     for old in replaces:
         record = provenance(old)
-        if record is not None and record.get("kind") in _STAND_IN_KINDS:
-            refs.extend(record.get("replaces", ()))
+        earlier = record.get("replaces") if record is not None else None
+        if earlier:
+            refs.extend(earlier)
         else:
             refs.append(message_ref(old))
     record = {"strategy": strategy, "kind": kind, "replaces": tuple(refs), **extra}

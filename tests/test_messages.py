@@ -146,6 +146,19 @@ class TestTranscript:
         refs = provenance(second)["replaces"]
         assert refs == (message_ref(msgs[1]), message_ref(msgs[2]), message_ref(msgs[3]))
 
+    def test_provenance_of_a_rewrite_over_a_rewrite_names_the_original(self) -> None:
+        original = tool("c1", "x" * 500)
+        truncated = mark(
+            original.replace(content="x" * 50), strategy="t", kind="truncated", replaces=[original]
+        )
+        placeholder = mark(
+            truncated.replace(content="[cleared]"),
+            strategy="p",
+            kind="placeholder",
+            replaces=[truncated],
+        )
+        assert provenance(placeholder)["replaces"] == (message_ref(original),)
+
     def test_message_ref_prefers_id(self) -> None:
         assert message_ref(user("x", id="m-1")) == "m-1"
         assert message_ref(user("x")) == message_ref(user("x"))
