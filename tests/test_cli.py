@@ -491,3 +491,15 @@ def test_window_times_ratio_is_exact(capsys: pytest.CaptureFixture[str]) -> None
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["target"] == window * 2 // 5
+
+
+def test_output_through_a_symlink_replaces_the_file_it_points_to(tmp_path) -> None:
+    from compaction._atomic import write_atomic
+
+    real = tmp_path / "real.json"
+    real.write_bytes(b"old")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    write_atomic(link, b"new")
+    assert link.is_symlink()
+    assert real.read_bytes() == b"new"

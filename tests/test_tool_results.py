@@ -404,3 +404,9 @@ def test_realistic_run_with_tiktoken():
     kept = [m for m in result.messages if m.role == "tool" and m.content == listing]
     assert kept, "stopped too late: every result was replaced"
     assert result.after == counter.count_messages(result.messages)
+
+
+@pytest.mark.parametrize("bad", ["{args.x}", "{name[0][1]}", "{name:d}"])
+def test_a_placeholder_that_cannot_format_is_a_value_error(bad) -> None:
+    with pytest.raises(ValueError, match="placeholder"):
+        ToolResults(placeholder=bad)

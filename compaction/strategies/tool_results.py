@@ -106,7 +106,7 @@ class ToolResults(Strategy):
             )
         try:
             placeholder.format(name="tool", args="{}", call_id="call_0")
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
             raise ValueError(
                 f"ToolResults placeholder {placeholder!r} does not format: {exc!r}. "
                 "It may use the fields {name}, {args} and {call_id}; write literal braces "

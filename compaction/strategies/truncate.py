@@ -89,7 +89,7 @@ class Truncate(Strategy):
             raise TypeError(f"Truncate marker must be a str, got {type(marker).__name__}")
         try:
             large = marker.format(cut=_LARGE_CUT)
-        except (KeyError, IndexError, ValueError) as exc:
+        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
             raise ValueError(
                 f"Truncate marker {marker!r} does not format: {exc!r}. It may use the field "
                 "{cut} (characters cut); write literal braces as {{ and }}"
