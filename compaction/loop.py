@@ -36,8 +36,12 @@ that run only. With no history, the prompt is sent exactly as given.
 
 **History**: without ``history=``, a run continues the loop's own conversation (the session's
 raw history, or an in-memory list) and appends its messages to it; with ``history=``, the run
-stands alone and only the context persists. :func:`chain` runs several loops one after another
-on one shared context (the seed's stream router of context-aware agents).
+stands alone and only the context persists. With a session and a compaction window, every
+compaction also stores the compacted view beside the raw history (``session.set_view``), and a
+run starts from that view (``session.view()``): a new process sends what the last one sent,
+instead of compacting the whole raw history again and missing the provider's prompt cache.
+:func:`chain` runs several loops one after another on one shared context (the seed's stream
+router of context-aware agents).
 """
 
 from __future__ import annotations
@@ -651,6 +655,33 @@ class TurnLoop:
             return tuple(getattr(self.session, "messages", ()))
         return tuple(self._history)
 
+    def _start(self) -> tuple[Message, ...]:
+        """What a continuing run starts from: a session's stored view (plus what came after
+        it) when it keeps one, else the history itself."""
+        view = getattr(self.session, "view", None)
+        if callable(view):
+            return tuple(view())
+        return self.history
+
+    def _store_view(self, request: Sequence[Message]) -> None:
+        """Keep a compacted request as the session's view, so the next run starts from it."""
+        set_view = getattr(self.session, "set_view", None)
+        if not callable(set_view):
+            return
+        view = list(request)
+        if (
+            self.config.system is not None
+            and view
+            and view[0] == Message("system", self.config.system)
+        ):
+            view = view[1:]  # the system prompt comes from the config, added to every run
+        try:
+            set_view(view)
+        except (TypeError, ValueError) as exc:
+            # The raw history is intact either way; a view that cannot be kept only costs the
+            # next run a compaction of its own.
+            log.warning("loop.view_not_stored", error=str(exc), agent=self.config.name)
+
     def _frame(self, history: Sequence[Message]) -> list[Message]:
         """The request before the prompt: system prompt, then the history as configured."""
         msgs = tuple(history)
@@ -783,7 +814,7 @@ class TurnLoop:
         self._check_options(run_options)
         shared = self.context if context is None else context
         store = history is None
-        messages = self._frame(self.history if store else history)
+        messages = self._frame(self._start() if store else history)
         messages.append(prompt_message)
         validate(messages)
         (messages[-1],) = self._record(prompt_message, store=store)
@@ -797,10 +828,14 @@ class TurnLoop:
         for step in range(self.config.max_steps):
             if compactor is None:
                 request = tuple(messages)
-            elif sync:
-                request = tuple(compactor.before_call(messages, usage))
             else:
-                request = tuple(await compactor.abefore_call(messages, usage))
+                compactions = compactor.stats.compactions
+                if sync:
+                    request = tuple(compactor.before_call(messages, usage))
+                else:
+                    request = tuple(await compactor.abefore_call(messages, usage))
+                if store and self.session is not None and compactor.stats.compactions > compactions:
+                    self._store_view(request)
             requests.append(request)
             raw = await self._call_model(request, run_options, sync)
             reply, usage = _reply_message(raw, step)

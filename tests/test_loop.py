@@ -642,6 +642,55 @@ def test_session_keeps_messages_and_context_on_disk(tmp_path):
     assert [m.content for m in model.calls[2][0]][-2:] == ["drafting", "more"]
 
 
+def test_a_new_process_starts_from_the_stored_compacted_view(tmp_path):
+    # Run 1 fills the window and compacts; the session keeps the compacted view beside the
+    # raw history. Run 2, on a fresh store object (as in a new process), starts from that
+    # view instead of the raw history, and what was dropped can still be recalled.
+    sessions = pytest.importorskip("compaction.sessions")
+    pytest.importorskip("compaction.strategies.sliding_window")
+
+    def read(path: str) -> str:
+        """Read a file."""
+        return f"contents of {path}: " + "x" * 400
+
+    steps = [ask("read", f"c{i}", path=f"src/f{i}.py") for i in range(6)]
+    model = Scripted(*steps, assistant("done"), assistant("next"))
+    session = sessions.SessionStore(tmp_path).open("agent")
+    loop = TurnLoop(
+        model,
+        [read],
+        session=session,
+        window=1200,
+        counter=ApproximateCounter(),
+        system="You are a coding agent.",
+    )
+    loop.run("read every file " + "please " * 20)
+    assert loop.compactor.stats.compactions >= 1
+    raw = sessions.SessionStore(tmp_path).open("agent").messages
+    assert len(raw) == 1 + 2 * 6 + 1  # nothing lost from the raw history
+
+    reopened = sessions.SessionStore(tmp_path).open("agent")
+    stored_view = reopened.view()
+    second = TurnLoop(
+        model,
+        [read],
+        session=reopened,
+        window=1200,
+        counter=ApproximateCounter(),
+        system="You are a coding agent.",
+    )
+    second.run("now the tests")
+    first_request = model.calls[-1][0]
+    # it sent what the last process left, not a fresh compaction of the raw history
+    assert second.compactor.stats.compactions == 0
+    assert first_request[1 : 1 + len(stored_view)] == stored_view
+    assert [m.role for m in first_request].count("system") == 1
+    validate(first_request)
+    replaced = [ref for m in first_request for ref in (provenance(m) or {}).get("replaces", ())]
+    assert replaced, "the run started from the compacted view"
+    assert all(reopened.recall(ref) is not None for ref in replaced)
+
+
 def test_an_unknown_strategy_in_the_config_is_named(tmp_path):
     path = write_config(tmp_path, '[compaction]\nwindow = 1000\nuse = ["no_such_strategy"]\n')
     with pytest.raises(ConfigError, match="no_such_strategy"):
