@@ -814,7 +814,7 @@ class TurnLoop:
         self._check_options(run_options)
         shared = self.context if context is None else context
         store = history is None
-        messages = self._frame(self._start() if store else history)
+        messages = self._frame(self._start() if history is None else history)
         messages.append(prompt_message)
         validate(messages)
         (messages[-1],) = self._record(prompt_message, store=store)

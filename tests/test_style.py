@@ -29,3 +29,10 @@ def test_ruff_format_is_clean() -> None:
         [*_ruff(), "format", "--check", "."], cwd=ROOT, capture_output=True, text=True
     )
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_mypy_is_clean() -> None:
+    # The public API is typed (py.typed ships); this keeps the annotations honest.
+    pytest.importorskip("mypy")
+    out = subprocess.run([sys.executable, "-m", "mypy"], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr

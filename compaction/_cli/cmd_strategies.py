@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -28,7 +28,7 @@ def describe_strategies() -> list[dict[str, Any]]:
     """Key, class, capabilities and explanation of every registered strategy."""
     from ..registry import registry
 
-    out = []
+    out: list[dict[str, Any]] = []
     for key in registry:
         try:
             cls = registry.get(key)
@@ -41,7 +41,11 @@ def describe_strategies() -> list[dict[str, Any]]:
                 "key": key,
                 "name": getattr(cls, "name", key),
                 "class": f"{cls.__module__}.{cls.__qualname__}",
-                "capabilities": attrs.asdict(capabilities) if attrs.has(type(capabilities)) else {},
+                "capabilities": (
+                    attrs.asdict(cast("attrs.AttrsInstance", capabilities))
+                    if attrs.has(type(capabilities))
+                    else {}
+                ),
                 "explanation": _explain(cls, key),
             }
         )

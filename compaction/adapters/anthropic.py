@@ -165,7 +165,8 @@ def from_anthropic(
             for block in blocks:
                 if block.get("type") == "tool_result":
                     call_id = block.get("tool_use_id")
-                    out.append(tool_from_block(block, index, names.get(call_id)))
+                    name = names.get(call_id) if call_id is not None else None
+                    out.append(tool_from_block(block, index, name))
                 else:
                     rest.append(block)
             if rest or not blocks:

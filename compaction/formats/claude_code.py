@@ -151,7 +151,7 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
     assistants: dict[str, _Assistant] = {}
     owner: dict[str, _Assistant] = {}
     results: dict[str, Message] = {}
-    names: dict[str, str] = {}
+    names: dict[str, str | None] = {}
     for line, record in chat:
         message = record["message"]
         if record["type"] == "assistant":
@@ -163,8 +163,10 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
             target.add(record, line, path)
             for block in target.blocks:
                 if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                    owner.setdefault(block.get("id"), target)
-                    names[block.get("id")] = block.get("name")
+                    use_id = block.get("id")
+                    if use_id is not None:  # no tool_result can name a missing id
+                        owner.setdefault(use_id, target)
+                        names[use_id] = block.get("name")
             continue
         content = message.get("content")
         uuid = record.get("uuid")
@@ -179,11 +181,12 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
                 if block.get("type") != "tool_result":
                     rest.append(block)
                     continue
+                use_id = block.get("tool_use_id")
                 try:
                     result = tool_from_block(
                         block,
                         None,
-                        names.get(block.get("tool_use_id")),
+                        names.get(use_id) if use_id is not None else None,
                         id=uuid,
                         meta={SOURCE_KEY: source},
                     )
@@ -219,10 +222,10 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
             messages.append(m)
             since_summary.append(m)
             for call in m.tool_calls:
-                result = results.get(call.id)
-                if result is not None:
-                    messages.append(result)
-                    since_summary.append(result)
+                answer = results.get(call.id)
+                if answer is not None:
+                    messages.append(answer)
+                    since_summary.append(answer)
             continue
         if isinstance(item, tuple):
             _, m, boundary = item

@@ -7,6 +7,7 @@ message when the content is none of the shapes we know.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -42,7 +43,7 @@ class Document:
         return self.records is not None
 
 
-def read_text(path: str | Path) -> str:
+def read_text(path: str | os.PathLike[str]) -> str:
     """The file's text; :class:`FormatError` for a missing, empty or binary file."""
     try:
         data = Path(path).read_bytes()
@@ -55,7 +56,7 @@ def read_text(path: str | Path) -> str:
     return decode(data, path)
 
 
-def decode(data: bytes, path: str | Path) -> str:
+def decode(data: bytes, path: str | os.PathLike[str]) -> str:
     """``data`` as text; :class:`FormatError` when it is empty or binary."""
     if not data.strip():
         raise FormatError(path, f"empty file; {EXPECTED}")

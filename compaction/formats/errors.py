@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 
 class FormatError(ValueError):
@@ -13,7 +13,7 @@ class FormatError(ValueError):
     pick another.
     """
 
-    def __init__(self, path: str | Path, message: str, line: int | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], message: str, line: int | None = None) -> None:
         self.path = str(path)
         self.line = line
         self.reason = message

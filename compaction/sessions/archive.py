@@ -99,7 +99,11 @@ def read_archive(path: Path) -> Archive:
         section = doc.get(key)
         if not isinstance(section, dict) or not isinstance(section.get("data"), dict):
             raise fail(f"'{key}' must be an object with a 'data' object")
-        parse_ts(section.get("updated"), lambda r, key=key: fail(f"{key}.updated: {r}"))
+
+        def updated(reason: str, key: str = key) -> SessionFormatError:
+            return fail(f"{key}.updated: {reason}")
+
+        parse_ts(section.get("updated"), updated)
         documents[kind] = {"updated": section["updated"], "data": section["data"]}
     view = doc.get("view")
     if view is not None:
@@ -110,7 +114,11 @@ def read_archive(path: Path) -> Archive:
             raise fail("'view.through_seq' must be a non-negative integer")
         parse_ts(view.get("updated"), lambda r: fail(f"view.updated: {r}"))
         for i, item in enumerate(view["messages"]):
-            decode_message(item, lambda r, i=i: fail(f"view.messages[{i}]: {r}"))
+
+            def in_view(reason: str, i: int = i) -> SessionFormatError:
+                return fail(f"view.messages[{i}]: {reason}")
+
+            decode_message(item, in_view)
         view = {k: view[k] for k in ("updated", "through_seq", "messages")}
     return Archive(name, created, first_seq, tuple(entries), documents, view)
 

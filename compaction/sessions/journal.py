@@ -234,14 +234,16 @@ class Journal:
         entries: list[Entry] = []
         seen: set[str] = set()
         for message in messages:
-            if message.id is None:
-                message = message.replace(id=f"{session}-{seq}", tokens=message.tokens)
-            if message.id in self._ids or message.id in seen:
+            message_id = message.id
+            if message_id is None:
+                message_id = f"{session}-{seq}"
+                message = message.replace(id=message_id, tokens=message.tokens)
+            if message_id in self._ids or message_id in seen:
                 raise ValueError(
-                    f"message id {message.id!r} is already in session {session!r}: ids name "
+                    f"message id {message_id!r} is already in session {session!r}: ids name "
                     "one message each, so recall stays unambiguous"
                 )
-            seen.add(message.id)
+            seen.add(message_id)
             entries.append(Entry(seq, at, message))
             seq += 1
         data = b"".join(record_line(e) for e in entries)

@@ -478,7 +478,11 @@ def _decode_view(doc: dict[str, Any], fail: Callable[[str], SessionFormatError])
         raise fail("'messages' must be a list")
     out = []
     for i, item in enumerate(items):
-        out.append(decode_message(item, lambda reason, i=i: fail(f"messages[{i}]: {reason}")))
+
+        def where(reason: str, i: int = i) -> SessionFormatError:
+            return fail(f"messages[{i}]: {reason}")
+
+        out.append(decode_message(item, where))
     return out
 
 

@@ -265,7 +265,7 @@ class Summary(Strategy):
         if t.anchor is None and t.groups:
             limit = t.groups[self._protected(t.groups)].start
         # History, in pieces: a note on its own, and the raw groups of each turn.
-        pieces: list[list[Group]] = []
+        pieces: list[Sequence[Group]] = []
         for whole in t.turns():
             unit = tuple(g for g in whole if g.start < limit)
             if not unit:
@@ -275,9 +275,9 @@ class Summary(Strategy):
                 pieces.append(list(head))
             if rest:
                 pieces.append(list(rest))
-        runs = _raw_runs(pieces)
-        raw = self._worth(runs, counts)
-        if not runs:
+        raw_runs = _raw_runs(pieces)
+        raw = self._worth(raw_runs, counts)
+        if not raw_runs:
             combine = _note_run(pieces)
         elif not raw and any(p[0].kind == "note" for p in pieces):
             # What is left of old turns between summaries is too small to be worth a call of

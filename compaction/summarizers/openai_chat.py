@@ -86,7 +86,7 @@ class OpenAIChatSummarizer:
         self.timeout = float(timeout)
         self.max_tokens = max_tokens
         self.temperature = temperature
-        self._options = {
+        self._options: dict[str, Any] = {
             "base_url": base_url,
             "api_key": api_key,
             "timeout": self.timeout,
