@@ -22,10 +22,12 @@ from .messages import Message
 
 __all__ = [
     "PROVENANCE_KEY",
+    "SYNTHETIC_KEY",
     "Group",
     "Transcript",
     "is_compaction_output",
     "is_note",
+    "is_synthetic",
     "mark",
     "message_ref",
     "parse",
@@ -45,6 +47,17 @@ def provenance(message: Message) -> Mapping[str, Any] | None:
     """The provenance record a strategy left on ``message``, or None for original messages."""
     record = message.meta.get(PROVENANCE_KEY)
     return record if isinstance(record, Mapping) else None
+
+
+#: ``meta`` key marking a user-role message the agent harness wrote, not the user: a system
+#: reminder, an interruption marker, a background-task notification. Readers set it; such a
+#: message is never the task anchor, so the user's real request keeps that protection.
+SYNTHETIC_KEY: Final = "synthetic"
+
+
+def is_synthetic(message: Message) -> bool:
+    """True for a user-role message the harness wrote (``meta["synthetic"]`` is True)."""
+    return message.meta.get(SYNTHETIC_KEY) is True
 
 
 def is_compaction_output(message: Message) -> bool:
@@ -132,8 +145,8 @@ class Transcript:
 
     - ``system_end``: messages before it are the leading system block, never dropped.
     - ``groups``: every message after the system block, in order, in keep-or-drop units.
-    - ``anchor``: index in ``groups`` of the task anchor (the newest real user message, never
-      a note), or None when there is none.
+    - ``anchor``: index in ``groups`` of the task anchor (the newest real user message: never a
+      note, never a synthetic message the harness wrote), or None when there is none.
     """
 
     messages: tuple[Message, ...]
@@ -203,7 +216,8 @@ def parse(messages: Sequence[Message]) -> Transcript:
             if is_note(m):
                 groups.append(Group(i, i + 1, "note"))
             else:
-                anchor = len(groups)
+                if not is_synthetic(m):
+                    anchor = len(groups)
                 groups.append(Group(i, i + 1, "user"))
         elif m.role == "assistant":
             groups.append(Group(i, i + 1, "note" if is_note(m) else "assistant"))

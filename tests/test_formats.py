@@ -284,6 +284,39 @@ def test_claude_code_subagent_file_reads_on_its_own_and_sidechains_are_split(tmp
     assert loaded.skipped["sidechain"] == 1
 
 
+def test_claude_code_harness_text_is_never_the_task_anchor(tmp_path):
+    # Reminders (isMeta), interruption markers and task notifications are user-role lines
+    # Claude Code writes itself; the request the user typed stays the task anchor.
+    from compaction.transcript import is_synthetic, parse
+
+    def line(uuid: str, text: str, **extra: object) -> str:
+        record = {
+            "type": "user",
+            "uuid": uuid,
+            "sessionId": "s",
+            "message": {"role": "user", "content": text},
+            **extra,
+        }
+        return json.dumps(record)
+
+    path = tmp_path / "session.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                line("u1", "fix the failing test"),
+                line("u2", "<system-reminder>be brief</system-reminder>", isMeta=True),
+                line("u3", "[Request interrupted by user for tool use]"),
+                line("u4", "<task-notification>\n<task-id>7</task-id>"),
+            ]
+        )
+        + "\n"
+    )
+    messages = load(path).messages
+    assert [is_synthetic(m) for m in messages] == [False, True, True, True]
+    t = parse(messages)
+    assert messages[t.groups[t.anchor].start].content == "fix the failing test"
+
+
 def test_detection_is_by_content_not_name(tmp_path):
     odd = tmp_path / "session.json"
     shutil.copy(fixture("session.jsonl"), odd)

@@ -131,6 +131,13 @@ class TestTranscript:
         t2 = parse([msgs[0], msgs[1], note])
         assert t2.groups[t2.anchor].start == 1
 
+    def test_a_synthetic_user_message_is_never_the_anchor(self) -> None:
+        reminder = user("<system-reminder>stay on task</system-reminder>", meta={"synthetic": True})
+        t = parse([user("the real request"), reminder])
+        assert t.anchor == 0
+        assert [g.kind for g in t.groups] == ["user", "user"]
+        assert parse([reminder]).anchor is None
+
     def test_text_that_looks_like_a_note_is_not_one(self) -> None:
         fake = tool("c", "[12 earlier messages were removed to fit the context window]")
         real_looking_user = user("[12 earlier messages were removed to fit the context window]")

@@ -30,7 +30,7 @@ from typing import Any, Final
 from ..adapters import AdapterError
 from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
 from ..messages import Message
-from ..transcript import mark
+from ..transcript import SYNTHETIC_KEY, mark
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
@@ -56,6 +56,22 @@ _KEEP_FIELDS: Final = (
 
 def _source(record: Mapping[str, Any]) -> dict[str, Any]:
     return {k: record[k] for k in _KEEP_FIELDS if k in record}
+
+
+#: Text Claude Code itself puts in user turns: the user did not type it, so it must not become
+#: the task anchor in place of the request the user did type.
+_HARNESS_PREFIXES: Final = (
+    "[Request interrupted by user",
+    "<task-notification>",
+    "<system-reminder>",
+)
+
+
+def _user_meta(record: Mapping[str, Any], source: dict[str, Any], text: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {SOURCE_KEY: source}
+    if record.get("isMeta") is True or text.lstrip().startswith(_HARNESS_PREFIXES):
+        meta[SYNTHETIC_KEY] = True
+    return meta
 
 
 class _Assistant:
@@ -172,7 +188,9 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
         uuid = record.get("uuid")
         source = _source(record)
         if isinstance(content, str):
-            items.append(Message("user", content, id=uuid, meta={SOURCE_KEY: source}))
+            items.append(
+                Message("user", content, id=uuid, meta=_user_meta(record, source, content))
+            )
         elif isinstance(content, list):
             rest = []
             for block in content:
@@ -198,7 +216,8 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
                 else:
                     items.append(result)  # an orphan (or a second answer): repaired below
             if rest:
-                items.append(user_from_blocks(rest, id=uuid, meta={SOURCE_KEY: source}))
+                text = "".join(b.get("text", "") for b in rest if b.get("type") == "text")
+                items.append(user_from_blocks(rest, id=uuid, meta=_user_meta(record, source, text)))
         else:
             raise FormatError(
                 path, "user message content: expected text or a list of blocks", line=line
