@@ -313,7 +313,9 @@ def _scaling(scaling: dict[str, Any] | None) -> list[str]:
         "",
         "Synthetic agent conversations (`benchmarks/synthetic.py`, seeded: a long system "
         "prompt, user turns, steps of one to three tool calls with log-normal output sizes). "
-        "Cold ladder to 40% as above. Quiet call = a `before_call` at the end of the "
+        "Cold ladder to 40% as above; conversations under 10k messages get proportionally "
+        "more runs (up to 50), since a median over a few millisecond-long runs is mostly "
+        "noise. Quiet call = a `before_call` at the end of the "
         "conversation that needs no compaction (200 calls, one appended message each). Peak "
         "memory: growth of the peak resident set size across one run, in a fresh process "
         "where the conversation is already built (`benchmarks/memory.py`; a separate pass "
