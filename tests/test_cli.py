@@ -503,3 +503,13 @@ def test_output_through_a_symlink_replaces_the_file_it_points_to(tmp_path) -> No
     write_atomic(link, b"new")
     assert link.is_symlink()
     assert real.read_bytes() == b"new"
+
+
+def test_python_dash_m_compaction_is_the_command() -> None:
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "compaction", "--version"], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and out.stdout.startswith("compaction ")
