@@ -14,10 +14,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError, describe
-from .inputs import Source, expand, load, output_format, serialize, write_atomic
+from .batch import Batch
+from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
+from .inputs import Source, load, output_format, serialize, write_atomic
 from .ladder import build_counter, build_ladder, counter_label, ladder_names
-from .render import Table, dump_json, progress, render, say
+from .render import Table, dump_json, render, say
 
 __all__ = ["run"]
 
@@ -190,8 +191,7 @@ def _unreached_line(report: dict[str, Any]) -> str:
     )
 
 
-def _print_summary(reports: list[dict[str, Any]], problems: list[dict[str, Any]]) -> None:
-    err = sys.stderr
+def _print_summary(reports: list[dict[str, Any]]) -> None:
     table = Table(
         ["file", "format", "messages", "before", "after", "saved", "fits"],
         title="compaction summary",
@@ -218,13 +218,7 @@ def _print_summary(reports: list[dict[str, Any]], problems: list[dict[str, Any]]
         before - after,
         f"{sum(r['fits'] for r in reports)}/{len(reports)}",
     )
-    render(table, err)
-    for problem in problems:
-        label = "skipped" if problem.get("skipped") else "error"
-        say(f"compaction: {label}: {problem['error']}", err)
-    for r in reports:
-        if not r["fits"]:
-            say(_unreached_line(r), err)
+    render(table, sys.stderr)
 
 
 def run(args: Any) -> int:
@@ -232,8 +226,8 @@ def run(args: Any) -> int:
     target = _target(args)
     pipeline = build_ladder(args.ladder, args.config, counter)
     names = ladder_names(pipeline)
-    sources = expand(args.files)
-    single = len(sources) == 1 and sources[0].explicit
+    batch = Batch(args.files, "compacting")
+    single = batch.single
     if args.json and not (args.output or args.dry_run):
         raise CliError(
             "--json prints the report on stdout: give -o for the conversation, or --dry-run"
@@ -247,32 +241,25 @@ def run(args: Any) -> int:
             raise CliError(f"-o {args.output}: several inputs need a directory, not a file")
 
     reports: list[dict[str, Any]] = []
-    problems: list[dict[str, Any]] = []
-    with progress(len(sources), "compacting") as bar:
-        for source in sources:
-            bar.advance(str(source.relative))
-            try:
+    with batch:
+        for source in batch:
+
+            def compact(source: Source = source) -> tuple[Any, Any, bytes, Path | None]:
                 loaded = load(source.path)
                 result = pipeline.compact(loaded.messages, target=target, counter=counter)
                 data = serialize(result.messages, loaded, args.to)
-            except Exception as exc:
-                message = describe(exc)
-                if single or message is None:
-                    raise
-                problems.append(
-                    {"file": str(source.path), "error": message, "skipped": not source.explicit}
-                )
+                dest = _destination(args, source, single, loaded)
+                if dest is not None and _same_file(dest, source.path):
+                    raise CliError(
+                        f"-o {dest} is the input file itself; write the result elsewhere "
+                        "(the input is the full record and is left as it is)"
+                    )
+                return loaded, result, data, dest
+
+            done = batch.attempt(source, compact)
+            if done is None:
                 continue
-            dest = _destination(args, source, single, loaded)
-            if dest is not None and _same_file(dest, source.path):
-                message = (
-                    f"-o {dest} is the input file itself; write the result elsewhere "
-                    "(the input is the full record and is left as it is)"
-                )
-                if single:
-                    raise CliError(message)
-                problems.append({"file": str(source.path), "error": message, "skipped": False})
-                continue
+            loaded, result, data, dest = done
             if dest is not None:
                 write_atomic(dest, data)
             elif single and not args.dry_run:
@@ -280,7 +267,7 @@ def run(args: Any) -> int:
                 sys.stdout.flush()
             reports.append(_report(source, loaded, result, names, args, counter, dest))
 
-    failed = any(not p["skipped"] for p in problems)
+    problems = batch.problems
     if single:
         report = reports[0]
         if args.json:
@@ -292,20 +279,18 @@ def run(args: Any) -> int:
     else:
         if args.json:
             dump_json({"files": reports, "problems": problems, "summary": _totals(reports)})
-            _print_problems(problems)
+            batch.say_problems()
         else:
-            _print_summary(reports, problems)
-    if failed:
+            _print_summary(reports)
+            batch.say_problems()
+            for r in reports:
+                if not r["fits"]:
+                    say(_unreached_line(r))
+    if batch.failed:
         return EXIT_BAD_INPUT
     if any(not r["fits"] for r in reports):
         return EXIT_UNREACHED
     return EXIT_OK
-
-
-def _print_problems(problems: list[dict[str, Any]]) -> None:
-    for problem in problems:
-        label = "skipped" if problem.get("skipped") else "error"
-        say(f"compaction: {label}: {problem['error']}")
 
 
 def _totals(reports: list[dict[str, Any]]) -> dict[str, Any]:

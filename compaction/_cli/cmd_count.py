@@ -8,12 +8,14 @@ text of the calls' arguments.
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Any
 
-from .errors import EXIT_BAD_INPUT, EXIT_OK, describe
-from .inputs import expand, load
+from .batch import Batch
+from .errors import EXIT_BAD_INPUT, EXIT_OK
+from .inputs import load
 from .ladder import build_counter, counter_label
-from .render import Table, dump_json, progress, render, say
+from .render import Table, dump_json, render, say
 
 __all__ = ["count_messages", "run"]
 
@@ -154,41 +156,34 @@ def _print_summary(reports: list[dict[str, Any]], counter: str) -> None:
 
 def run(args: Any) -> int:
     counter = build_counter(args.counter, args.encoding)
-    sources = expand(args.files)
-    single = len(sources) == 1 and sources[0].explicit
+    batch = Batch(args.files, "counting")
+    single = batch.single
     reports: list[dict[str, Any]] = []
-    problems: list[dict[str, Any]] = []
-    with progress(len(sources), "counting") as bar:
-        for source in sources:
-            bar.advance(str(source.relative))
-            try:
-                loaded = load(source.path)
-            except Exception as exc:
-                message = describe(exc)
-                if single or message is None:
-                    raise
-                problems.append(
-                    {"file": str(source.path), "error": message, "skipped": not source.explicit}
-                )
-                continue
-            report = {
-                "file": str(source.path),
-                "format": loaded.format,
-                "counter": counter_label(counter),
-            }
-            report.update(count_messages(loaded.messages, counter, args.top))
-            reports.append(report)
+    with batch:
+        for source in batch:
+            loaded = batch.attempt(source, partial(load, source.path))
+            if loaded is not None:
+                report = {
+                    "file": str(source.path),
+                    "format": loaded.format,
+                    "counter": counter_label(counter),
+                }
+                report.update(count_messages(loaded.messages, counter, args.top))
+                reports.append(report)
     if args.json:
         if single:
             dump_json(reports[0])
         else:
             dump_json(
-                {"files": reports, "problems": problems, "total": sum(r["total"] for r in reports)}
+                {
+                    "files": reports,
+                    "problems": batch.problems,
+                    "total": sum(r["total"] for r in reports),
+                }
             )
     elif single:
         _print_single(reports[0])
     else:
         _print_summary(reports, counter_label(counter))
-    for problem in problems:
-        say(f"compaction: {'skipped' if problem['skipped'] else 'error'}: {problem['error']}")
-    return EXIT_BAD_INPUT if any(not p["skipped"] for p in problems) else EXIT_OK
+    batch.say_problems()
+    return EXIT_BAD_INPUT if batch.failed else EXIT_OK

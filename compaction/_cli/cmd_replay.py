@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError, describe
-from .inputs import expand, load
+from .batch import Batch
+from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
+from .inputs import Source, load
 from .ladder import build_counter, build_ladder, counter_label
-from .render import Table, dump_json, progress, render, say
+from .render import Table, dump_json, render, say
 
 __all__ = ["run"]
 
@@ -140,60 +141,54 @@ def run(args: Any) -> int:
         )
     counter = build_counter(args.counter, args.encoding)
     build_ladder(args.ladder, args.config, counter)  # bad keys or config: fail before reading
-    sources = expand(args.files)
-    single = len(sources) == 1 and sources[0].explicit
+    batch = Batch(args.files, "replaying")
+    single = batch.single
     if args.plot and not single:
         raise CliError("--plot draws one transcript: give a single FILE")
     reports: list[dict[str, Any]] = []
-    problems: list[dict[str, Any]] = []
-    with progress(len(sources), "replaying") as bar:
-        for source in sources:
-            bar.advance(str(source.relative))
-            try:
+    with batch:
+        for source in batch:
+
+            def replay(source: Source = source) -> tuple[Any, Any, Any]:
                 loaded = load(source.path)
-                records, totals = _replay(loaded, args, counter)
-            except Exception as exc:
-                message = describe(exc)
-                if single or message is None:
-                    raise
-                problems.append(
-                    {"file": str(source.path), "error": message, "skipped": not source.explicit}
+                return (loaded, *_replay(loaded, args, counter))
+
+            done = batch.attempt(source, replay)
+            if done is not None:
+                loaded, records, totals = done
+                calls = [_record(r) for r in records]
+                reports.append(
+                    {
+                        "file": str(source.path),
+                        "format": loaded.format,
+                        "counter": counter_label(counter),
+                        "window": args.window,
+                        "compact_at": math.ceil(args.compact_at * args.window),
+                        "compact_to": math.floor(args.compact_to * args.window),
+                        "fits": all(c["tokens_sent"] <= args.window for c in calls),
+                        "calls": calls,
+                        "totals": _totals(totals),
+                    }
                 )
-                continue
-            calls = [_record(r) for r in records]
-            reports.append(
-                {
-                    "file": str(source.path),
-                    "format": loaded.format,
-                    "counter": counter_label(counter),
-                    "window": args.window,
-                    "compact_at": math.ceil(args.compact_at * args.window),
-                    "compact_to": math.floor(args.compact_to * args.window),
-                    "fits": all(c["tokens_sent"] <= args.window for c in calls),
-                    "calls": calls,
-                    "totals": _totals(totals),
-                }
-            )
     if args.plot:
         from .plot import plot_replay
 
         plot_replay(reports[0], Path(args.plot))
     if args.json:
-        dump_json(reports[0] if single else {"files": reports, "problems": problems})
+        dump_json(reports[0] if single else {"files": reports, "problems": batch.problems})
     elif single:
         _print_single(reports[0])
     else:
         _print_summary(reports)
     if args.plot:
         say(f"plot written to {args.plot}")
-    for problem in problems:
-        say(f"compaction: {'skipped' if problem['skipped'] else 'error'}: {problem['error']}")
+    batch.say_problems()
     for r in reports:
         if not r["fits"]:
             say(
                 f"compaction: {r['file']}: a request exceeded the {args.window:,}-token window "
                 "even after compaction"
             )
-    if any(not p["skipped"] for p in problems):
+    if batch.failed:
         return EXIT_BAD_INPUT
     return EXIT_OK if all(r["fits"] for r in reports) else EXIT_UNREACHED
