@@ -67,17 +67,21 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[written:]
 
 
-def write_new_file(path: Path, data: bytes, *, durable: bool = True) -> None:
-    """Create ``path`` (which must not exist) owner-only, holding ``data``."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY, FILE_MODE)
+def _write_owner_only(path: Path, flags: int, data: bytes, durable: bool) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | _BINARY | flags, FILE_MODE)
     try:
         if _POSIX:
-            os.fchmod(fd, FILE_MODE)
+            os.fchmod(fd, FILE_MODE)  # the umask may have widened or narrowed FILE_MODE
         _write_all(fd, data)
         if durable:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_new_file(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Create ``path`` (which must not exist) owner-only, holding ``data``."""
+    _write_owner_only(path, os.O_EXCL, data, durable)
 
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
@@ -96,15 +100,7 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> None:
 
 def append_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Append ``data`` to the end of an existing file, creating it owner-only if needed."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | _BINARY, FILE_MODE)
-    try:
-        if _POSIX:
-            os.fchmod(fd, FILE_MODE)
-        _write_all(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
+    _write_owner_only(path, os.O_APPEND, data, durable)
 
 
 class FileLock:
