@@ -157,9 +157,11 @@ class Step:
                         close()
                     raise TypeError(f"tool {call.name!r} is async: use `await loop.arun(...)`")
                 value = await value
-        except Exception as exc:
+        except BaseException as exc:
             log.warning("loop.tool_failed", tool=call.name, error=repr(exc))
             self._failed(call, shown, started, exc, "run")
+            if not isinstance(exc, Exception):  # Ctrl-C, exit: reported, then let through
+                raise
             return f"error: {call.name} raised {type(exc).__name__}: {exc}"
         if work is not None:
             before = {k: context[k] for k in context}
