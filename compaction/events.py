@@ -56,7 +56,8 @@ signal                    keyword arguments
                           (True when the prompt continues an unfinished turn)
 ``turn_finished``         steps (model calls), stopped ("answer" | "max_steps" | "error"),
                           seconds, ok, error (None or the exception), messages (added)
-``model_call_started``    step (0-based), tokens (sent, by the loop's counter), messages
+``model_call_started``    step (0-based), tokens (sent, by the compactor's or the loop's
+                          counter; None when it has neither and nobody listens), messages
 ``model_call_finished``   step, tokens, seconds, usage (what the provider reported, or
                           None), tool_calls (count)
 ``model_call_failed``     step, tokens, seconds, error

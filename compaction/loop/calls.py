@@ -40,7 +40,7 @@ class Step:
 
     sender: Any
     agent: str
-    counter: TokenCounter
+    counter: TokenCounter | None  # None: nobody measures the requests (see TurnLoop)
     step: int
 
     def emit(self, signal: NamedSignal, **fields: Any) -> None:
@@ -58,7 +58,7 @@ class Step:
         sync: bool,
     ) -> tuple[Message, Any]:
         """Call ``model`` with ``request``; answers the reply as a Message and its usage."""
-        tokens = self.counter.count_messages(request)
+        tokens = None if self.counter is None else self.counter.count_messages(request)
         self.emit(events.model_call_started, tokens=tokens, messages=len(request))
         started = time.monotonic()
         try:

@@ -155,6 +155,7 @@ class TurnLoop:
         else:
             self.context = {} if context is None else context
         self.approve_tool = approve_tool
+        self._counter = counter
         self._history = History(session)
         self._takes_tools, self._option_names = _signature_options(model)
         self._model_async = _is_async(model)
@@ -260,6 +261,20 @@ class TurnLoop:
             self._history.store_view(request, self.config)
         return request
 
+    def _request_counter(self) -> TokenCounter | None:
+        """The counter the ``model_call_*`` events measure a request with: the compactor's (its
+        cache holds these messages already), the loop's ``counter``, or, only when someone
+        listens, the default one (loading an encoding nobody reads would slow every first run).
+        """
+        if self.compactor is not None:
+            return self.compactor.counter
+        if self._counter is not None:
+            return self._counter
+        signals = (events.model_call_started, events.model_call_finished, events.model_call_failed)
+        if any(signal.receivers for signal in signals):
+            return default_counter()
+        return None
+
     async def _steps(
         self,
         turn: _Turn,
@@ -273,7 +288,7 @@ class TurnLoop:
         kwargs = dict(options)
         if self._takes_tools:
             kwargs["tools"] = [t.schema for t in self.tools.values()] or None
-        counter = self.compactor.counter if self.compactor is not None else default_counter()
+        counter = self._request_counter()
         usage: Any = None
         reply: Message | None = None
         for step in range(self.config.max_steps):
