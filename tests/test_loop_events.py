@@ -374,3 +374,15 @@ def test_the_same_prompt_after_a_finished_turn_is_a_new_turn() -> None:
 def test_loop_signals_are_in_the_events_module() -> None:
     for name in LOOP_SIGNALS:
         assert getattr(events, name).name == f"loop.{name}"
+
+
+def test_a_hook_that_edits_its_arguments_in_place_changes_nothing() -> None:
+    tools = Tools()
+
+    def meddle(call, arguments):
+        arguments["a"] = 100  # edits its copy; only a returned mapping rewrites
+        return True
+
+    model = Scripted(assistant("", [ToolCall("a", "add", {"a": 1, "b": 1})]), assistant("ok"))
+    TurnLoop(model, tools.all(), approve_tool=meddle).run("go")
+    assert tools.ran == [("add", {"a": 1, "b": 1})]

@@ -15,6 +15,7 @@ A hook that raises stops the turn (a guard that fails must not let a call throug
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -62,7 +63,8 @@ async def decide(
     """Ask ``approve`` about ``call`` and read its answer (see the module docstring)."""
     if approve is None:
         return Decision(arguments)
-    answer: Any = approve(call, dict(arguments))
+    # A deep copy: a hook that edits what it was given in place must not change the call.
+    answer: Any = approve(call, copy.deepcopy(arguments))
     if inspect.isawaitable(answer):
         if sync:
             close = getattr(answer, "close", None)
