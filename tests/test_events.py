@@ -281,3 +281,35 @@ def test_events_are_logged_through_structlog(counter) -> None:
     assert "layer.exited" in names
     exited = next(e for e in logs if e["event"] == "layer.exited")
     assert exited["strategy"] == "named" and exited["asked"] is True
+
+
+def test_an_async_strict_run_that_raises_sends_the_same_events(counter) -> None:
+    class AsyncRaises(Raises):
+        name = "async_raises"
+
+        async def arewrite(self, messages, *, target, counter):
+            await asyncio.sleep(0)
+            raise RuntimeError("async layer exploded")
+
+    msgs = convo()
+    before = counter.count_messages(msgs)
+    pipeline = CompactionPipeline(counter=counter, strict=True).use(Declines()).use(AsyncRaises())
+    with recording() as seen, pytest.raises(RuntimeError, match="async layer exploded"):
+        asyncio.run(pipeline.acompact(msgs, target=before // 2))
+    assert seen.names(*RUN_SIGNALS) == [
+        "started",
+        "layer_entered",
+        "strategy_declined",
+        "duration",
+        "layer_entered",
+        "duration",
+        "failed",
+        "strategy_declined",
+        "layer_exited",
+        "layer_exited",
+        "duration",
+    ]
+    assert [(e["name"], e["ok"]) for e in seen.of("layer_exited")] == [
+        ("async_raises", False),
+        ("declines", False),
+    ]

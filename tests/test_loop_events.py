@@ -386,3 +386,23 @@ def test_a_hook_that_edits_its_arguments_in_place_changes_nothing() -> None:
     model = Scripted(assistant("", [ToolCall("a", "add", {"a": 1, "b": 1})]), assistant("ok"))
     TurnLoop(model, tools.all(), approve_tool=meddle).run("go")
     assert tools.ran == [("add", {"a": 1, "b": 1})]
+
+
+def test_loop_events_are_logged_through_structlog() -> None:
+    structlog = pytest.importorskip("structlog")
+    model = Scripted(assistant("", [ToolCall("a", "add", {"a": 1, "b": 2})]), assistant("3"))
+    with structlog.testing.capture_logs() as logs:
+        TurnLoop(model, Tools().all(), name="logged").run("1 + 2?")
+    loop_lines = [e for e in logs if e["event"].startswith("loop.")]
+    assert [e["event"] for e in loop_lines] == [
+        "loop.turn_started",
+        "loop.model_call_started",
+        "loop.model_call_finished",
+        "loop.tool_call_started",
+        "loop.tool_call_finished",
+        "loop.model_call_started",
+        "loop.model_call_finished",
+        "loop.turn_finished",
+    ]
+    assert all(e["agent"] == "logged" for e in loop_lines)
+    assert loop_lines[-1]["ok"] is True and loop_lines[-1]["stopped"] == "answer"
