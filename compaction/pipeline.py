@@ -10,8 +10,9 @@ Built Rack-style::
 
 Each layer is called with the run and the next layer (``call_next``), and the rules of
 :mod:`compaction.strategy` decide whether it is asked and whether its answer is taken. The
-pipeline itself knows no concrete strategy: it composes, times, reports, and guarantees that a
-layer that raises never costs the conversation.
+pipeline itself knows no concrete strategy: it composes the layers (announcing each with
+``events.layer_added``) and hands them to :mod:`compaction.engine`, which runs, times and
+reports them and guarantees that a layer that raises never costs the conversation.
 """
 
 from __future__ import annotations
