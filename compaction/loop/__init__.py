@@ -57,7 +57,7 @@ The package, one job per module: :mod:`.config` (settings), :mod:`.tools` (tools
 schemas), :mod:`.context` (the shared context and its change records), :mod:`.approval` (the
 approve-tool hook), :mod:`.replies` (reading the model's reply), :mod:`.calls` (one model call,
 one tool call, and their events), :mod:`.history` (what a run starts from and records),
-:mod:`.turn` (the loop), :mod:`.chains` (loops in a row).
+:mod:`.turn` (the loop), :mod:`.results` (what a run answers), :mod:`.chains` (loops in a row).
 """
 
 from __future__ import annotations
@@ -67,8 +67,9 @@ from .calls import ToolCallError
 from .chains import Chain, ChainResult, chain
 from .config import LoopConfig
 from .context import MISSING, ContextChange
+from .results import LoopResult
 from .tools import Tool
-from .turn import LoopResult, TurnLoop
+from .turn import TurnLoop
 
 __all__ = [
     "MISSING",

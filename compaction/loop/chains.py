@@ -10,7 +10,8 @@ import attrs
 
 from ..messages import Message
 from .context import ContextChange, _apply, _diff
-from .turn import LoopResult, TurnLoop
+from .results import LoopResult
+from .turn import TurnLoop
 
 __all__ = ["Chain", "ChainResult", "chain"]
 
