@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "ToolResults": "compaction.strategies.tool_results",
     "SlidingWindow": "compaction.strategies.sliding_window",
+    "SlidingWindowStrategy": "compaction.strategies.sliding_window",
     "Truncate": "compaction.strategies.truncate",
     "Summary": "compaction.strategies.summary",
     "ExtractiveSummarizer": "compaction.summarizers",
@@ -61,6 +62,7 @@ if TYPE_CHECKING:
     from .replay import ReplayRecord, ReplayTotals
     from .sessions import Session, SessionStore
     from .strategies.sliding_window import SlidingWindow
+    from .strategies.sliding_window import SlidingWindow as SlidingWindowStrategy
     from .strategies.summary import Summary
     from .strategies.tool_results import ToolResults
     from .strategies.truncate import Truncate
@@ -68,11 +70,15 @@ if TYPE_CHECKING:
     from .trigger import Compactor
 
 
+# Seed-spec names for our classes (seed 000 calls the sliding window SlidingWindowStrategy).
+_ALIASES = {"SlidingWindowStrategy": "SlidingWindow"}
+
+
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'compaction' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    value = getattr(import_module(module), _ALIASES.get(name, name))
     globals()[name] = value
     return value
 
@@ -105,6 +111,7 @@ __all__ = [
     "InvalidConversationError",
     "Message",
     "SlidingWindow",
+    "SlidingWindowStrategy",
     "Strategy",
     "Summary",
     "TiktokenCounter",

@@ -10,35 +10,51 @@ Built Rack-style::
 
 Each layer is called with the run and the next layer (``call_next``), and the rules of
 :mod:`compaction.strategy` decide whether it is asked and whether its answer is taken. The
-pipeline itself knows no concrete strategy: it composes, times, reports, and guarantees that a
-layer that raises never costs the conversation.
+pipeline itself knows no concrete strategy: it composes the layers (announcing each with
+``events.layer_added``) and hands them to :mod:`compaction.engine`, which runs, times and
+reports them and guarantees that a layer that raises never costs the conversation.
 """
 
 from __future__ import annotations
 
 import inspect
-import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from . import events
-from .budget import Budget, resolve_target
+from ._log import log
+from .budget import Budget
+from .engine import aexecute, execute
 from .messages import Message
 from .result import CompactionResult
-from .strategy import Run, Strategy, _labels
+from .strategy import Strategy
 from .tokens import TokenCounter, default_counter
-from .validate import validate
 
-__all__ = ["CompactionPipeline"]
+__all__ = ["CompactionPipeline", "resolve_keys_with"]
 
-from ._log import log
+KeyResolver = Callable[..., Strategy]
+
+# String keys ("sliding_window") are the registry's business. The registry builds pipelines
+# from config, so it imports this module; this module must not import it back. Instead the
+# registry installs its resolver here when it is imported (``import compaction`` imports it,
+# so a key always resolves in practice).
+_resolve_key: KeyResolver | None = None
+
+
+def resolve_keys_with(resolver: KeyResolver) -> None:
+    """Set how ``use("key", **options)`` builds a strategy from a key (the registry does)."""
+    global _resolve_key
+    _resolve_key = resolver
 
 
 def _build(spec: Any, options: Mapping[str, Any], method: str) -> Strategy:
     if isinstance(spec, str):
-        from .registry import registry  # keys are resolved lazily; the registry imports us not
-
-        return registry.create(spec, **options)
+        if _resolve_key is None:
+            raise LookupError(
+                f"{method}({spec!r}): no registry to resolve keys; import compaction.registry"
+            )
+        return _resolve_key(spec, **options)
     if inspect.isclass(spec):
         if not issubclass(spec, Strategy):
             raise TypeError(
@@ -57,19 +73,6 @@ def _build(spec: Any, options: Mapping[str, Any], method: str) -> Strategy:
         f"{method}() takes a Strategy subclass, an instance or a registry key, "
         f"got {type(spec).__name__} {spec!r}"
     )
-
-
-def _check_messages(messages: Any) -> tuple[Message, ...]:
-    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
-        raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
-    msgs = tuple(messages)
-    for i, m in enumerate(msgs):
-        if not isinstance(m, Message):
-            raise TypeError(
-                f"messages[{i}] must be a compaction.Message, got {type(m).__name__}; "
-                "convert provider dicts with compaction.adapters first"
-            )
-    return msgs
 
 
 class CompactionPipeline:
@@ -93,7 +96,9 @@ class CompactionPipeline:
     ) -> CompactionPipeline:
         """Add a layer below the ones already added: a class (built with ``options``), an
         instance, or a registry key such as ``"sliding_window"``."""
-        self._layers.append(_build(strategy, options, "use"))
+        layer = _build(strategy, options, "use")
+        self._layers.append(layer)
+        self._added(layer, len(self._layers) - 1, terminal=False)
         return self
 
     def run(
@@ -102,7 +107,19 @@ class CompactionPipeline:
         """Set the terminal: the last resort, reached only when every layer above left the
         conversation over target (usually the one strategy that spends a model call)."""
         self._terminal = _build(terminal, options, "run")
+        self._added(self._terminal, len(self._layers), terminal=True)
         return self
+
+    def _added(self, layer: Strategy, position: int, *, terminal: bool) -> None:
+        log.debug("layer.added", strategy=layer.name, position=position, terminal=terminal)
+        events.layer_added.send(
+            self,
+            name=layer.name,
+            strategy=layer,
+            position=position,
+            terminal=terminal,
+            labels=MappingProxyType({}),
+        )
 
     @property
     def strategies(self) -> tuple[Strategy, ...]:
@@ -122,82 +139,6 @@ class CompactionPipeline:
 
     # -- running ---------------------------------------------------------------------------
 
-    def _start(
-        self,
-        messages: Sequence[Message],
-        target: int | Budget,
-        counter: TokenCounter | None,
-        labels: Mapping[str, Any] | None,
-    ) -> tuple[Run, int]:
-        # All checks happen before any work: nothing half-compacted is ever returned.
-        limit = resolve_target(target)
-        msgs = _check_messages(messages)
-        if counter is not None and not isinstance(counter, TokenCounter):
-            raise TypeError(f"counter must be a TokenCounter, got {type(counter).__name__}")
-        validate(msgs)
-        counter = counter or self.counter
-        tokens = counter.count_messages(msgs)
-        run = Run(msgs, tokens, limit, counter, dict(labels or {}), self.strict)
-        log.debug(
-            "compaction.started", tokens=tokens, target=limit, messages=len(msgs), labels=run.labels
-        )
-        events.started.send(
-            self, tokens=tokens, target=limit, messages=len(msgs), labels=run.labels
-        )
-        return run, tokens
-
-    def _finish(self, run: Run, before: int, started: float, ok: bool) -> CompactionResult:
-        seconds = time.monotonic() - started
-        events.duration.send(
-            self, scope="run", name="pipeline", seconds=seconds, ok=ok, labels=run.labels
-        )
-        result = run.result(before, seconds)
-        if ok:
-            log.info(
-                "compaction.compacted",
-                before=before,
-                after=result.after,
-                target=result.target,
-                applied=[a.strategy for a in result.applied],
-                seconds=round(seconds, 6),
-                labels=run.labels,
-            )
-            events.compacted.send(
-                self,
-                before=before,
-                after=result.after,
-                target=result.target,
-                applied=result.applied,
-                changed=result.changed,
-                fits=result.fits,
-                labels=run.labels,
-            )
-        return result
-
-    def _fail(self, run: Run, exc: BaseException) -> None:
-        if exc is run.reported:  # the layer that raised has reported it already
-            return
-        log.error("compaction.failed", error=repr(exc), labels=run.labels)
-        events.failed.send(self, name="pipeline", error=exc, stage="run", labels=run.labels)
-
-    def _chain(self) -> Callable[[Run], None]:
-        def bottom(run: Run) -> None:
-            return None
-
-        call_next: Callable[[Run], None] = bottom
-        for layer in reversed(self.strategies):
-            call_next = _bind(layer, call_next)
-        return call_next
-
-    def _achain(self) -> Callable[[Run], Awaitable[None]]:
-        async def bottom(run: Run) -> None:
-            return None
-
-        call_next: Callable[[Run], Awaitable[None]] = bottom
-        for layer in reversed(self.strategies):
-            call_next = _abind(layer, call_next)
-        return call_next
-
     def compact(
         self,
         messages: Sequence[Message],
@@ -211,18 +152,15 @@ class CompactionPipeline:
         ``labels`` are passed to every event (for tagging metrics). The input is never
         modified; when nothing was taken, ``result.messages`` holds the same messages.
         """
-        started = time.monotonic()
-        run, before = self._start(messages, target, counter, labels)
-        token = _labels.set(run.labels)
-        try:
-            self._chain()(run)
-        except BaseException as exc:  # strict mode, or KeyboardInterrupt: report, then raise
-            self._fail(run, exc)
-            self._finish(run, before, started, ok=False)
-            raise
-        finally:
-            _labels.reset(token)
-        return self._finish(run, before, started, ok=True)
+        return execute(
+            self,
+            self.strategies,
+            messages,
+            target=target,
+            counter=self.counter if counter is None else counter,
+            labels=labels,
+            strict=self.strict,
+        )
 
     async def acompact(
         self,
@@ -233,31 +171,12 @@ class CompactionPipeline:
         labels: Mapping[str, Any] | None = None,
     ) -> CompactionResult:
         """The same ladder, awaiting strategies that do I/O (summarisers) instead of blocking."""
-        started = time.monotonic()
-        run, before = self._start(messages, target, counter, labels)
-        token = _labels.set(run.labels)
-        try:
-            await self._achain()(run)
-        except BaseException as exc:
-            self._fail(run, exc)
-            self._finish(run, before, started, ok=False)
-            raise
-        finally:
-            _labels.reset(token)
-        return self._finish(run, before, started, ok=True)
-
-
-def _bind(layer: Strategy, call_next: Callable[[Run], None]) -> Callable[[Run], None]:
-    def call(run: Run) -> None:
-        layer(run, call_next)
-
-    return call
-
-
-def _abind(
-    layer: Strategy, call_next: Callable[[Run], Awaitable[None]]
-) -> Callable[[Run], Awaitable[None]]:
-    async def call(run: Run) -> None:
-        await layer.acall(run, call_next)
-
-    return call
+        return await aexecute(
+            self,
+            self.strategies,
+            messages,
+            target=target,
+            counter=self.counter if counter is None else counter,
+            labels=labels,
+            strict=self.strict,
+        )

@@ -22,6 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .pipeline import CompactionPipeline, resolve_keys_with
 from .strategy import Strategy
 
 __all__ = [
@@ -149,6 +150,10 @@ class Registry:
 
 
 registry = Registry()
+# ``pipeline.use("key")`` resolves keys through the default registry. The registry imports the
+# pipeline (to build ladders from config), so it hands its resolver over rather than the
+# pipeline importing it back.
+resolve_keys_with(registry.create)
 
 
 def _layer(entry: Any, where: str, reg: Registry) -> Strategy:
@@ -174,8 +179,6 @@ def ladder_from_config(config: Mapping[str, Any], *, reg: Registry | None = None
     ``use`` is the list of layers (each a key, or a table with ``strategy`` and its options);
     ``run`` the optional terminal. Every key and option is checked before anything is built.
     """
-    from .pipeline import CompactionPipeline
-
     reg = reg or registry
     if not isinstance(config, Mapping):
         raise ConfigError(f"a ladder config must be a table, got {type(config).__name__}")

@@ -20,33 +20,23 @@ edited in place.
 
 from __future__ import annotations
 
-import contextvars
+import inspect
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from types import MappingProxyType
-from typing import Any, ClassVar
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, cast
 
 import attrs
 
 from . import events
+from ._log import log
 from .budget import Budget
+from .engine import AsyncCallNext, CallNext, Run, aexecute, current_labels, execute
 from .messages import Message
 from .result import Applied, CompactionResult, Declined
 from .tokens import TokenCounter
 from .validate import problems
 
 __all__ = ["Capabilities", "Run", "Strategy", "current_labels"]
-
-from ._log import log
-
-_labels: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
-    "compaction_labels", default=MappingProxyType({})
-)
-
-
-def current_labels() -> Mapping[str, Any]:
-    """The ``labels`` of the run in progress, for strategies that emit events of their own."""
-    return _labels.get()
 
 
 @attrs.frozen(slots=True)
@@ -66,55 +56,56 @@ class Capabilities:
     deterministic: bool = True
 
 
-@attrs.define(slots=True, eq=False)
-class Run:
-    """The state of one compaction run, handed down the ladder (the middleware ``env``)."""
-
-    messages: tuple[Message, ...]
-    tokens: int
-    target: int
-    counter: TokenCounter
-    labels: Mapping[str, Any] = attrs.field(factory=dict)
-    strict: bool = False
-    applied: list[Applied] = attrs.field(factory=list)
-    declined: list[Declined] = attrs.field(factory=list)
-    #: The exception a layer raised and already reported (strict runs re-raise it), so the
-    #: pipeline does not report the same failure twice.
-    reported: BaseException | None = None
-
-    @property
-    def over(self) -> bool:
-        """True while the conversation is over target."""
-        return self.tokens > self.target
-
-    def result(self, before: int, seconds: float) -> CompactionResult:
-        return CompactionResult(
-            messages=self.messages,
-            before=before,
-            after=self.tokens,
-            target=self.target,
-            applied=tuple(self.applied),
-            declined=tuple(self.declined),
-            seconds=seconds,
-        )
-
-
-CallNext = Callable[[Run], None]
-AsyncCallNext = Callable[[Run], Awaitable[None]]
+def _takes_counter(method: Callable[..., Any]) -> bool:
+    """Whether ``method`` accepts ``counter=`` (by name, or through ``**kwargs``)."""
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):  # a C callable: assume the documented signature
+        return True
+    return any(
+        p.kind is p.VAR_KEYWORD
+        or (p.name == "counter" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        for p in params
+    )
 
 
 class Strategy:
     """Base class of every strategy. Subclasses set ``name`` and implement ``rewrite``.
 
-    ``rewrite(messages, target=..., counter=...)`` answers a new, smaller sequence of messages,
-    or None to decline. It may use ``counter`` freely: counts are cached, so asking again costs
-    a dictionary lookup. A strategy that spends I/O also overrides :meth:`arewrite`, so the
-    async pipeline awaits it instead of blocking the event loop.
+    ``rewrite(messages, *, target)`` answers a new, smaller sequence of messages, or None to
+    decline (seed 004's signature). A subclass whose ``rewrite`` also takes ``counter`` gets the
+    run's :class:`~compaction.tokens.TokenCounter`, and may use it freely: counts are cached,
+    so asking again costs a dictionary lookup. A strategy that spends I/O also overrides
+    :meth:`arewrite`, so the async pipeline awaits it instead of blocking the event loop.
+
+    A subclass without a ``name`` is a TypeError when it is defined (its work would be recorded
+    under ``''``); an abstract intermediate base says so with ``abstract=True``::
+
+        class MyBase(Strategy, abstract=True): ...
     """
 
     #: The name this strategy compacts under, recorded on what it produces.
     name: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
+    # Whether ``rewrite``/``arewrite`` take ``counter=``: read once per class, when it is
+    # defined, not on every call (a signature lookup per call would cost more than a rewrite).
+    _rewrite_takes_counter: ClassVar[bool] = True
+    _arewrite_takes_counter: ClassVar[bool] = True
+
+    def __init_subclass__(cls, *, abstract: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._rewrite_takes_counter = _takes_counter(cls.rewrite)
+        cls._arewrite_takes_counter = _takes_counter(cls.arewrite)
+        if abstract:
+            return
+        name = getattr(cls, "name", None)
+        # A property computes the name per instance; it cannot be checked here.
+        if not isinstance(name, property) and (not isinstance(name, str) or not name):
+            raise TypeError(
+                f"{cls.__module__}.{cls.__qualname__} must set `name` (a non-empty str: the "
+                "name its work is recorded under); an abstract base passes abstract=True: "
+                f"class {cls.__name__}(..., abstract=True)"
+            )
 
     # -- what a subclass answers -------------------------------------------------------------
 
@@ -128,7 +119,21 @@ class Strategy:
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
     ) -> Sequence[Message] | None:
         """Async twin of :meth:`rewrite`; by default the same (CPU-bound, microseconds)."""
-        return self.rewrite(messages, target=target, counter=counter)
+        return self._rewrite(messages, target, counter)
+
+    def _rewrite(
+        self, messages: tuple[Message, ...], target: int, counter: TokenCounter
+    ) -> Sequence[Message] | None:
+        if self._rewrite_takes_counter:
+            return self.rewrite(messages, target=target, counter=counter)
+        return cast(Any, self.rewrite)(messages, target=target)
+
+    async def _arewrite(
+        self, messages: tuple[Message, ...], target: int, counter: TokenCounter
+    ) -> Sequence[Message] | None:
+        if self._arewrite_takes_counter:
+            return await self.arewrite(messages, target=target, counter=counter)
+        return await cast(Any, self.arewrite)(messages, target=target)
 
     # -- the seed-000 protocol, with defaults --------------------------------------------------
 
@@ -163,36 +168,115 @@ class Strategy:
         counter: TokenCounter | None = None,
     ) -> CompactionResult:
         """Like :meth:`apply`, but answers the full :class:`CompactionResult`."""
-        from .pipeline import CompactionPipeline  # the pipeline builds on this module
+        # The engine runs a ladder of one; the pipeline (which builds on this module) is not
+        # needed for that, so this module never imports it.
+        return execute(self, (self,), messages, target=target, counter=counter)
 
-        return CompactionPipeline().run(self).compact(messages, target=target, counter=counter)
+    async def acompact(
+        self,
+        messages: Sequence[Message],
+        *,
+        target: int | Budget,
+        counter: TokenCounter | None = None,
+    ) -> CompactionResult:
+        """Async twin of :meth:`compact`."""
+        return await aexecute(self, (self,), messages, target=target, counter=counter)
 
     # -- the rules, kept once ------------------------------------------------------------------
 
     def __call__(self, run: Run, call_next: CallNext) -> None:
-        if self.wants(run):
-            started = time.monotonic()
-            try:
-                answer = self.rewrite(run.messages, target=run.target, counter=run.counter)
-            except Exception as exc:
-                self._raised(run, exc, started)
-            else:
-                self._take(run, answer, started)
-        # Under target now, so the rest of the ladder is not needed.
-        if run.over:
-            call_next(run)
+        asked = self.wants(run)
+        entry = self._enter(run, asked)
+        passed = ok = False
+        try:
+            if asked:
+                started = time.monotonic()
+                try:
+                    answer = self._rewrite(run.messages, run.target, run.counter)
+                except Exception as exc:
+                    self._raised(run, exc, started)
+                else:
+                    self._take(run, answer, started)
+            # Under target now, so the rest of the ladder is not needed.
+            passed = run.over
+            if passed:
+                call_next(run)
+            ok = True
+        finally:
+            self._exit(run, entry, asked, passed, ok)
 
     async def acall(self, run: Run, call_next: AsyncCallNext) -> None:
-        if self.wants(run):
-            started = time.monotonic()
-            try:
-                answer = await self.arewrite(run.messages, target=run.target, counter=run.counter)
-            except Exception as exc:
-                self._raised(run, exc, started)
-            else:
-                self._take(run, answer, started)
-        if run.over:
-            await call_next(run)
+        asked = self.wants(run)
+        entry = self._enter(run, asked)
+        passed = ok = False
+        try:
+            if asked:
+                started = time.monotonic()
+                try:
+                    answer = await self._arewrite(run.messages, run.target, run.counter)
+                except Exception as exc:
+                    self._raised(run, exc, started)
+                else:
+                    self._take(run, answer, started)
+            passed = run.over
+            if passed:
+                await call_next(run)
+            ok = True
+        finally:
+            self._exit(run, entry, asked, passed, ok)
+
+    def _enter(self, run: Run, asked: bool) -> tuple[int, int, float]:
+        """Report entering the layer; answers what :meth:`_exit` reports against."""
+        position = run.depth
+        run.depth += 1
+        log.debug(
+            "layer.entered",
+            strategy=self.name,
+            position=position,
+            tokens=run.tokens,
+            asked=asked,
+            labels=dict(run.labels),
+        )
+        events.layer_entered.send(
+            self,
+            name=self.name,
+            position=position,
+            tokens=run.tokens,
+            target=run.target,
+            asked=asked,
+            labels=run.labels,
+        )
+        return position, run.tokens, time.monotonic()
+
+    def _exit(
+        self, run: Run, entry: tuple[int, int, float], asked: bool, passed: bool, ok: bool
+    ) -> None:
+        position, before, started = entry
+        run.depth = position
+        seconds = time.monotonic() - started
+        log.debug(
+            "layer.exited",
+            strategy=self.name,
+            position=position,
+            before=before,
+            after=run.tokens,
+            asked=asked,
+            passed=passed,
+            ok=ok,
+            labels=dict(run.labels),
+        )
+        events.layer_exited.send(
+            self,
+            name=self.name,
+            position=position,
+            before=before,
+            after=run.tokens,
+            asked=asked,
+            passed=passed,
+            seconds=seconds,
+            ok=ok,
+            labels=run.labels,
+        )
 
     def _take(self, run: Run, answer: Sequence[Message] | None, started: float) -> None:
         before = run.tokens

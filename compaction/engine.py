@@ -1,0 +1,253 @@
+"""Running a ladder: the checks, the state handed down the layers, the events of a whole run.
+
+This is the one place a run happens, whether a :class:`~compaction.pipeline.CompactionPipeline`
+runs its layers or a strategy runs on its own (``Strategy.apply``). It sits below both: it knows
+layers only as callables ``layer(run, call_next)`` (and ``await layer.acall(run, call_next)``),
+so neither the strategy base nor the pipeline has to import the other to run (the imports of
+the core go one way: engine <- strategy <- pipeline <- registry).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Protocol
+
+import attrs
+
+from . import events
+from ._log import log
+from .budget import Budget, resolve_target
+from .messages import Message
+from .result import Applied, CompactionResult, Declined
+from .tokens import TokenCounter, default_counter
+from .validate import validate
+
+__all__ = ["Layer", "Run", "current_labels", "execute", "aexecute"]
+
+_labels: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
+    "compaction_labels", default=MappingProxyType({})
+)
+
+
+def current_labels() -> Mapping[str, Any]:
+    """The ``labels`` of the run in progress, for strategies that emit events of their own."""
+    return _labels.get()
+
+
+@attrs.define(slots=True, eq=False)
+class Run:
+    """The state of one compaction run, handed down the ladder (the middleware ``env``)."""
+
+    messages: tuple[Message, ...]
+    tokens: int
+    target: int
+    counter: TokenCounter
+    labels: Mapping[str, Any] = attrs.field(factory=dict)
+    strict: bool = False
+    applied: list[Applied] = attrs.field(factory=list)
+    declined: list[Declined] = attrs.field(factory=list)
+    #: The exception a layer raised and already reported (strict runs re-raise it), so the
+    #: pipeline does not report the same failure twice.
+    reported: BaseException | None = None
+    #: How many layers the run is inside now: the position of the next layer entered.
+    depth: int = 0
+
+    @property
+    def over(self) -> bool:
+        """True while the conversation is over target."""
+        return self.tokens > self.target
+
+    def result(self, before: int, seconds: float) -> CompactionResult:
+        return CompactionResult(
+            messages=self.messages,
+            before=before,
+            after=self.tokens,
+            target=self.target,
+            applied=tuple(self.applied),
+            declined=tuple(self.declined),
+            seconds=seconds,
+        )
+
+
+CallNext = Callable[[Run], None]
+AsyncCallNext = Callable[[Run], Awaitable[None]]
+
+
+class Layer(Protocol):
+    """What the engine runs: a strategy, as far as running it goes."""
+
+    def __call__(self, run: Run, call_next: CallNext) -> None: ...
+
+    async def acall(self, run: Run, call_next: AsyncCallNext) -> None: ...
+
+
+def check_messages(messages: Any) -> tuple[Message, ...]:
+    """``messages`` as a tuple of :class:`Message`; a TypeError naming the first bad item."""
+    if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+        raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
+    msgs = tuple(messages)
+    for i, m in enumerate(msgs):
+        if not isinstance(m, Message):
+            raise TypeError(
+                f"messages[{i}] must be a compaction.Message, got {type(m).__name__}; "
+                "convert provider dicts with compaction.adapters first"
+            )
+    return msgs
+
+
+def _start(
+    sender: Any,
+    messages: Sequence[Message],
+    target: int | Budget,
+    counter: TokenCounter | None,
+    labels: Mapping[str, Any] | None,
+    strict: bool,
+) -> Run:
+    # All checks happen before any work: nothing half-compacted is ever returned.
+    limit = resolve_target(target)
+    msgs = check_messages(messages)
+    if counter is not None and not isinstance(counter, TokenCounter):
+        raise TypeError(f"counter must be a TokenCounter, got {type(counter).__name__}")
+    validate(msgs)
+    counter = counter or default_counter()
+    tokens = counter.count_messages(msgs)
+    run = Run(msgs, tokens, limit, counter, dict(labels or {}), strict)
+    # ``started`` fires for every run, with the same keyword arguments as ever (receivers with
+    # fixed signatures must keep working): ``tokens > target`` says whether there is anything to
+    # do. A count of compactions reads ``changed`` on ``compacted`` instead.
+    log.debug(
+        "compaction.started",
+        tokens=tokens,
+        target=limit,
+        messages=len(msgs),
+        over=run.over,
+        labels=run.labels,
+    )
+    events.started.send(sender, tokens=tokens, target=limit, messages=len(msgs), labels=run.labels)
+    return run
+
+
+def _finish(sender: Any, run: Run, before: int, started: float, ok: bool) -> CompactionResult:
+    seconds = time.monotonic() - started
+    events.duration.send(
+        sender, scope="run", name="pipeline", seconds=seconds, ok=ok, labels=run.labels
+    )
+    result = run.result(before, seconds)
+    if ok:
+        log.info(
+            "compaction.compacted",
+            before=before,
+            after=result.after,
+            target=result.target,
+            applied=[a.strategy for a in result.applied],
+            changed=result.changed,
+            seconds=round(seconds, 6),
+            labels=run.labels,
+        )
+        events.compacted.send(
+            sender,
+            before=before,
+            after=result.after,
+            target=result.target,
+            applied=result.applied,
+            changed=result.changed,
+            fits=result.fits,
+            labels=run.labels,
+        )
+    return result
+
+
+def _fail(sender: Any, run: Run, exc: BaseException) -> None:
+    if exc is run.reported:  # the layer that raised has reported it already
+        return
+    log.error("compaction.failed", error=repr(exc), labels=run.labels)
+    events.failed.send(sender, name="pipeline", error=exc, stage="run", labels=run.labels)
+
+
+def _chain(layers: Sequence[Layer]) -> CallNext:
+    def bottom(run: Run) -> None:
+        return None
+
+    call_next: CallNext = bottom
+    for layer in reversed(layers):
+        call_next = _bind(layer, call_next)
+    return call_next
+
+
+def _achain(layers: Sequence[Layer]) -> AsyncCallNext:
+    async def bottom(run: Run) -> None:
+        return None
+
+    call_next: AsyncCallNext = bottom
+    for layer in reversed(layers):
+        call_next = _abind(layer, call_next)
+    return call_next
+
+
+def _bind(layer: Layer, call_next: CallNext) -> CallNext:
+    def call(run: Run) -> None:
+        layer(run, call_next)
+
+    return call
+
+
+def _abind(layer: Layer, call_next: AsyncCallNext) -> AsyncCallNext:
+    async def call(run: Run) -> None:
+        await layer.acall(run, call_next)
+
+    return call
+
+
+def execute(
+    sender: Any,
+    layers: Sequence[Layer],
+    messages: Sequence[Message],
+    *,
+    target: int | Budget,
+    counter: TokenCounter | None = None,
+    labels: Mapping[str, Any] | None = None,
+    strict: bool = False,
+) -> CompactionResult:
+    """Run ``layers`` over ``messages`` (``sender`` is the sender of the run's events)."""
+    started = time.monotonic()
+    run = _start(sender, messages, target, counter, labels, strict)
+    before = run.tokens
+    token = _labels.set(run.labels)
+    try:
+        _chain(layers)(run)
+    except BaseException as exc:  # strict mode, or KeyboardInterrupt: report, then raise
+        _fail(sender, run, exc)
+        _finish(sender, run, before, started, ok=False)
+        raise
+    finally:
+        _labels.reset(token)
+    return _finish(sender, run, before, started, ok=True)
+
+
+async def aexecute(
+    sender: Any,
+    layers: Sequence[Layer],
+    messages: Sequence[Message],
+    *,
+    target: int | Budget,
+    counter: TokenCounter | None = None,
+    labels: Mapping[str, Any] | None = None,
+    strict: bool = False,
+) -> CompactionResult:
+    """Async twin of :func:`execute`: awaits layers that do I/O instead of blocking."""
+    started = time.monotonic()
+    run = _start(sender, messages, target, counter, labels, strict)
+    before = run.tokens
+    token = _labels.set(run.labels)
+    try:
+        await _achain(layers)(run)
+    except BaseException as exc:
+        _fail(sender, run, exc)
+        _finish(sender, run, before, started, ok=False)
+        raise
+    finally:
+        _labels.reset(token)
+    return _finish(sender, run, before, started, ok=True)
