@@ -235,15 +235,16 @@ class CompactionMiddleware(AgentMiddleware):
     def _convert(self, request: ModelRequest) -> tuple[_Thread, list[Message]]:
         state = self._thread(request)
         lc: list[BaseMessage] = list(request.messages)
-        if request.system_message is not None:
-            lc.insert(0, request.system_message)
-        return state, state.convert(lc, -1 if request.system_message is not None else 0)
+        system = getattr(request, "system_message", None)
+        if system is not None:
+            lc.insert(0, system)
+        return state, state.convert(lc, -1 if system is not None else 0)
 
     def _rebuild(
         self, request: ModelRequest, state: _Thread, sent: Sequence[Message]
     ) -> ModelRequest:
         out = state.to_langchain(sent)
-        if request.system_message is None or not out or not isinstance(out[0], SystemMessage):
+        if getattr(request, "system_message", None) is None or not isinstance(out[0], SystemMessage):
             return request.override(messages=out)
         # The system block comes first and stays first: the first message is the system
         # message, rewritten only when the ladder had to cut it to fit.
