@@ -47,7 +47,7 @@ class ScriptedModel(BaseChatModel):
     """Calls ``read_file`` for ``steps`` turns, then answers; records every request."""
 
     steps: int = STEPS
-    received: list[list[BaseMessage]] = []
+    received: list[list[BaseMessage]] = []  # noqa: RUF012  (a pydantic field)
 
     @property
     def _llm_type(self) -> str:
@@ -136,9 +136,7 @@ def test_threads_have_their_own_compactor():
     agent = create_agent(model, [read_file], middleware=[middleware], checkpointer=InMemorySaver())
     for thread in ("a", "b"):
         model.received.clear()  # the script starts again for each conversation
-        agent.invoke(
-            {"messages": [HumanMessage(TASK)]}, {"configurable": {"thread_id": thread}}
-        )
+        agent.invoke({"messages": [HumanMessage(TASK)]}, {"configurable": {"thread_id": thread}})
     a, b = middleware.compactor("a"), middleware.compactor("b")
     assert a is not None and b is not None and a is not b
     assert a.stats.calls == b.stats.calls == 4

@@ -28,7 +28,9 @@ text = st.text(max_size=40)
 ident = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=12)
 json_value = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 blocks = st.lists(
@@ -166,7 +168,9 @@ def test_our_messages_survive_a_trip_through_langchain(ours: list[Message]):
 
 def test_what_it_cannot_read_is_named():
     with pytest.raises(AdapterError, match=r"message 1.*tool_calls\[0\]\.id"):
-        from_langchain([HumanMessage("x"), AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": None}])])
+        from_langchain(
+            [HumanMessage("x"), AIMessage("", tool_calls=[{"name": "f", "args": {}, "id": None}])]
+        )
     with pytest.raises(AdapterError, match="expected a list"):
         from_langchain(HumanMessage("x"))  # type: ignore[arg-type]
 

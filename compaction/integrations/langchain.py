@@ -29,8 +29,6 @@ thread (``thread_id``), since hysteresis is per conversation.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,6 +41,7 @@ from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor
+from ._conversations import Conversations
 from .langchain_messages import (
     from_langchain,
     message_from_langchain,
@@ -163,8 +162,6 @@ class CompactionMiddleware(AgentMiddleware):
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):
             raise ValueError(f"window must be a positive int (tokens), got {window!r}")
-        if max_threads < 1:
-            raise ValueError(f"max_threads must be at least 1, got {max_threads!r}")
         self.pipeline = pipeline if pipeline is not None else default_pipeline(counter)
         self.window = window
         self.compact_at = compact_at
@@ -175,8 +172,7 @@ class CompactionMiddleware(AgentMiddleware):
         self.labels = dict(labels or {})
         self.max_threads = max_threads
         self.last_request: tuple[Message, ...] = ()
-        self._threads: OrderedDict[Any, _Thread] = OrderedDict()
-        self._lock = threading.Lock()
+        self._threads: Conversations[_Thread] = Conversations(max_threads)
         # Fail now, not at the first model call, on settings the compactor refuses.
         if window is not None:
             Compactor(
@@ -210,25 +206,22 @@ class CompactionMiddleware(AgentMiddleware):
     def _thread(self, request: ModelRequest) -> _Thread:
         info = getattr(request.runtime, "execution_info", None)
         key = getattr(info, "thread_id", None)
-        with self._lock:
-            state = self._threads.get(key)
-            if state is None:
-                tools = [_tool_schema(t) for t in request.tools] if self.count_tools else []
-                compactor = Compactor(
-                    self.pipeline,
-                    self._window(request),
-                    self.compact_at,
-                    self.compact_to,
-                    self.counter,
-                    [t for t in tools if t is not None],
-                    labels={**self.labels, "thread_id": key},
-                    min_saving=self.min_saving,
-                )
-                state = self._threads[key] = _Thread(compactor)
-                while len(self._threads) > self.max_threads:
-                    self._threads.popitem(last=False)
-            self._threads.move_to_end(key)
-            return state
+
+        def create() -> _Thread:
+            tools = [_tool_schema(t) for t in request.tools] if self.count_tools else []
+            compactor = Compactor(
+                self.pipeline,
+                self._window(request),
+                self.compact_at,
+                self.compact_to,
+                self.counter,
+                [t for t in tools if t is not None],
+                labels={**self.labels, "thread_id": key},
+                min_saving=self.min_saving,
+            )
+            return _Thread(compactor)
+
+        return self._threads.get_or_create(key, create)
 
     # -- the call ---------------------------------------------------------------------------------
 
@@ -243,8 +236,10 @@ class CompactionMiddleware(AgentMiddleware):
     def _rebuild(
         self, request: ModelRequest, state: _Thread, sent: Sequence[Message]
     ) -> ModelRequest:
-        out = state.to_langchain(sent)
-        if getattr(request, "system_message", None) is None or not isinstance(out[0], SystemMessage):
+        out: list[Any] = state.to_langchain(sent)
+        if getattr(request, "system_message", None) is None or not isinstance(
+            out[0], SystemMessage
+        ):
             return request.override(messages=out)
         # The system block comes first and stays first: the first message is the system
         # message, rewritten only when the ladder had to cut it to fit.

@@ -120,7 +120,9 @@ def message_from_langchain(message: BaseMessage, index: int = 0) -> Message:
     if role == "tool":
         tool_call_id = getattr(message, "tool_call_id", None)
         if not isinstance(tool_call_id, str) or not tool_call_id:
-            raise AdapterError(index, "tool_call_id", "a tool message must name the call it answers")
+            raise AdapterError(
+                index, "tool_call_id", "a tool message must name the call it answers"
+            )
     record: dict[str, Any] = {
         "message": message_to_dict(message),
         "text": text,
