@@ -215,3 +215,15 @@ def test_rewritten_messages_keep_their_langchain_fields():
         original = by_id[m.id]
         assert m.tool_call_id == original.tool_call_id and m.name == original.name
         assert m.response_metadata["compaction"]["strategy"] == "tool_results"
+
+
+def test_conversations_are_bounded_least_recently_used_first_out():
+    middleware = CompactionMiddleware(window=WINDOW, max_threads=2)
+    model = ScriptedModel(received=[], steps=0)
+    agent = create_agent(model, [read_file], middleware=[middleware], checkpointer=InMemorySaver())
+    for thread in ("a", "b", "a", "c"):
+        agent.invoke({"messages": [HumanMessage(TASK)]}, {"configurable": {"thread_id": thread}})
+    assert middleware.compactor("b") is None  # the least recently used went first
+    assert middleware.compactor("a") is not None and middleware.compactor("c") is not None
+    with pytest.raises(ValueError, match="max_threads"):
+        CompactionMiddleware(window=WINDOW, max_threads=0)

@@ -22,9 +22,9 @@ T = TypeVar("T")
 class Conversations(Generic[T]):
     """At most ``limit`` values by conversation key; thread-safe."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, name: str = "max_conversations") -> None:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"max_conversations must be a positive int, got {limit!r}")
+            raise ValueError(f"{name} must be a positive int, got {limit!r}")
         self.limit = limit
         self._items: OrderedDict[Any, T] = OrderedDict()
         self._lock = threading.Lock()

@@ -172,7 +172,7 @@ class CompactionMiddleware(AgentMiddleware):
         self.labels = dict(labels or {})
         self.max_threads = max_threads
         self.last_request: tuple[Message, ...] = ()
-        self._threads: Conversations[_Thread] = Conversations(max_threads)
+        self._threads: Conversations[_Thread] = Conversations(max_threads, "max_threads")
         # Fail now, not at the first model call, on settings the compactor refuses.
         if window is not None:
             Compactor(
