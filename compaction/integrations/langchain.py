@@ -80,7 +80,7 @@ def _tool_schema(tool: Any) -> Mapping[str, Any] | None:
 class _Thread:
     """What the middleware remembers about one conversation."""
 
-    __slots__ = ("built", "by_id", "compactor", "converted", "sources", "view")
+    __slots__ = ("built", "by_id", "compactor", "converted", "sources")
 
     def __init__(self, compactor: Compactor) -> None:
         self.compactor = compactor
@@ -92,24 +92,23 @@ class _Thread:
         # Our message -> the LangChain message it came from, to send unchanged messages back
         # out as the very objects the state holds.
         self.by_id: dict[int, BaseMessage] = {}
-        # Messages the ladder rewrote, as LangChain messages, for the compacted view they
-        # belong to: built once per compaction, not once per call.
-        self.view: Any = None
+        # Messages the ladder wrote or rewrote, as LangChain messages: built once, reused by
+        # every call that sends them again, dropped once no request holds them.
         self.built: dict[int, tuple[Message, BaseMessage]] = {}
 
     def to_langchain(self, sent: Sequence[Message]) -> list[BaseMessage]:
-        view = self.compactor.view
-        if view is not self.view:
-            self.view, self.built = view, {}
         out = []
+        built: dict[int, tuple[Message, BaseMessage]] = {}
         for m in sent:
             lc = self.by_id.get(id(m))
             if lc is None:
                 hit = self.built.get(id(m))
                 if hit is None or hit[0] is not m:
-                    hit = self.built[id(m)] = (m, message_to_langchain(m))
+                    hit = (m, message_to_langchain(m))
+                built[id(m)] = hit
                 lc = hit[1]
             out.append(lc)
+        self.built = built
         return out
 
     def convert(self, lc: Sequence[BaseMessage], offset: int) -> list[Message]:
