@@ -12,7 +12,8 @@ window, each driven through its own LangChain hook exactly as the agent graph dr
   run goes on from that state. Its summariser is our offline extractive one (through its
   ``summarizer=`` hook), so the two summaries cost the same and no model is called;
 - **ClearToolUsesEdit** (``ContextEditingMiddleware``'s edit, ``wrap_model_call``): above 70% of
-  the window, every tool result but the newest 3 is replaced by ``[cleared]`` in the request.
+  the window, every tool result but the newest 3 is replaced by ``[cleared]`` in the request;
+- and, for scale, **no compaction** (the whole history every call).
 
 Every side counts with the same tiktoken encoding and per-message envelope (the peers through
 ``benchmarks.peers.langchain_counter``, memoised by content here so the replay measures what is
@@ -162,7 +163,15 @@ def clear_tool_uses(window: int, counter: TiktokenCounter, count: Callable[[Any]
     return call
 
 
+def no_compaction(window: int, counter: TiktokenCounter, count: Callable[[Any], int]) -> Any:
+    def call(system: Any, state: list[Any], sent: list[_Request]) -> None:
+        sent.append(_Request(system, state))
+
+    return call
+
+
 CONTENDERS: dict[str, Callable[..., Any]] = {
+    "no compaction": no_compaction,
     "CompactionMiddleware (ours)": ours,
     "SummarizationMiddleware": summarization,
     "ClearToolUsesEdit": clear_tool_uses,
