@@ -121,3 +121,30 @@ def test_compacted_histories_convert_back_to_valid_pydantic_ai_histories(
     ]
     for m in back:
         assert isinstance(m, ModelRequest | ModelResponse)
+
+
+def test_bookkeeping_parts_ride_along_and_summaries_are_not_the_task():
+    from pydantic_ai.messages import CompactionPart, InstructionDeltaPart
+
+    delta = InstructionDeltaPart(id="style", content="Answer briefly.")
+    history: list[ModelMessage] = [
+        ModelRequest([UserPromptPart("the task"), delta]),
+        ModelResponse([TextPart("ok")]),
+        ModelRequest([InstructionDeltaPart(id="style", content=None)]),  # nothing else in it
+        ModelRequest([CompactionPart(content="Earlier: read three files.")]),
+    ]
+    ours = from_pydantic_ai(history)
+    assert [(m.role, m.content) for m in ours] == [
+        ("user", "the task"),
+        ("assistant", "ok"),
+        ("user", ""),
+        ("user", "Earlier: read three files."),
+    ]
+    assert [bool(m.meta.get("synthetic")) for m in ours] == [False, False, True, True]
+    assert all(a is b for a, b in zip(to_pydantic_ai(ours), history, strict=True))
+    # The user prompt rewritten: its request keeps the delta riding with it.
+    rewritten = [ours[0].replace(content="the task (shortened)"), *ours[1:]]
+    first = to_pydantic_ai(rewritten)[0]
+    assert isinstance(first, ModelRequest)
+    assert [type(p).__name__ for p in first.parts] == ["UserPromptPart", "InstructionDeltaPart"]
+    assert first.parts[0].content == "the task (shortened)" and first.parts[1] is delta

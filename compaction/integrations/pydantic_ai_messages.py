@@ -35,6 +35,7 @@ from typing import Any, Final, TypeGuard
 from pydantic_ai.messages import (
     BaseToolCallPart,
     BaseToolReturnPart,
+    CompactionPart,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -98,6 +99,10 @@ def _request_part(part: Any) -> tuple[str, str, dict[str, Any]] | None:
         return "user", part.model_response(), {"synthetic": True}
     if isinstance(part, RetryFeedbackPart):
         return "user", part.model_response(), {"synthetic": True}
+    if isinstance(part, CompactionPart):
+        # A summary the application wrote into a request: the model reads it, but no person
+        # wrote it, so it is never the task anchor.
+        return "user", part.content or "", {"synthetic": True}
     return None
 
 
@@ -207,7 +212,7 @@ def _rewritten_part(part: Any, message: Message) -> Any:
             # A tool return's metadata is never sent to the model: provenance can live there.
             metadata = {**(metadata or {}), PROVENANCE_KEY: dict(provenance)}
         return dataclasses.replace(part, content=message.content, metadata=metadata)
-    if isinstance(part, SystemPromptPart | UserPromptPart):
+    if isinstance(part, SystemPromptPart | UserPromptPart | CompactionPart):
         return dataclasses.replace(part, content=message.content)
     # Retry feedback, rewritten, is what its text now says, in the user's voice it had.
     return UserPromptPart(message.content)
