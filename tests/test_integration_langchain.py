@@ -109,6 +109,7 @@ def test_agent_requests_fit_keep_pairs_and_task_while_state_keeps_everything(use
     assert sum(sizes) < sum(baseline)
     stats = middleware.compactor().stats
     assert stats.compactions >= 1
+    assert middleware.compactor().tool_tokens > 0  # read_file's schema is in the budget
 
     # The graph state is the whole run, exactly what it is without the middleware.
     assert shape(state["messages"]) == shape(baseline_state["messages"])
@@ -227,3 +228,46 @@ def test_conversations_are_bounded_least_recently_used_first_out():
     assert middleware.compactor("a") is not None and middleware.compactor("c") is not None
     with pytest.raises(ValueError, match="max_threads"):
         CompactionMiddleware(window=WINDOW, max_threads=0)
+
+
+class ReportingModel(ScriptedModel):
+    """Reports twice the local count as its input tokens, as a provider whose tokenizer sees
+    more than ours would (images, another encoding)."""
+
+    counter: Any = None
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        result = super()._generate(messages, stop, run_manager, **kw)
+        local = self.counter.count_messages(from_langchain(messages))
+        message = result.generations[0].message
+        message.usage_metadata = {
+            "input_tokens": 2 * local,
+            "output_tokens": 1,
+            "total_tokens": 2 * local + 1,
+        }
+        return result
+
+
+def test_the_providers_usage_anchors_the_estimate():
+    counter = TiktokenCounter()
+    middleware = CompactionMiddleware(window=WINDOW, counter=counter, count_tools=False)
+    model = ReportingModel(received=[], counter=counter)
+    create_agent(model, [read_file], system_prompt=SYSTEM, middleware=[middleware]).invoke(
+        {"messages": [HumanMessage(TASK)]}, {"recursion_limit": 500}
+    )
+    stats = middleware.compactor().stats
+    assert stats.compactions >= 1
+    # The provider sees twice what we count, so the requests are kept at half the window by
+    # our count; without the anchor they would grow to 70% of it.
+    local = [counter.count_messages(from_langchain(r)) for r in model.received]
+    assert max(local) <= WINDOW // 2
+    plain = CompactionMiddleware(window=WINDOW, counter=counter, count_tools=False)
+    unanchored = ScriptedModel(received=[])
+    create_agent(unanchored, [read_file], system_prompt=SYSTEM, middleware=[plain]).invoke(
+        {"messages": [HumanMessage(TASK)]}, {"recursion_limit": 500}
+    )
+    assert max(counter.count_messages(from_langchain(r)) for r in unanchored.received) > (
+        WINDOW // 2
+    )

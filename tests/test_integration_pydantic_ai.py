@@ -168,3 +168,31 @@ def test_a_history_from_an_earlier_run_is_compacted_too():
     assert any(m.role == "user" and m.content == TASK for m in sent)
     assert sent[-1].role == "user" and sent[-1].content == "Now check the tests too."
     assert result.all_messages()[: len(history)] == history
+
+
+def test_the_providers_usage_anchors_the_estimate():
+    from pydantic_ai.usage import RequestUsage
+
+    counter = TiktokenCounter()
+
+    class Reporting(Script):
+        """Reports twice the local count as input tokens, as a provider that sees more."""
+
+        def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            response = super().__call__(messages, info)
+            local = counter.count_messages(from_pydantic_ai(messages))
+            response.usage = RequestUsage(input_tokens=2 * local)
+            return response
+
+    capability = Compaction(window=WINDOW, counter=counter)
+    script, result = run([capability], Reporting())
+    compactor = capability.compactor(result.conversation_id)
+    assert compactor.stats.compactions >= 1
+    local = [counter.count_messages(from_pydantic_ai(r)) for r in script.received]
+    # The provider sees twice what we count: requests stay near half the window by our count.
+    assert max(local) <= WINDOW // 2
+    plain = Compaction(window=WINDOW, counter=counter, observe_usage=False)
+    unanchored, _ = run([plain])
+    assert max(counter.count_messages(from_pydantic_ai(r)) for r in unanchored.received) > (
+        WINDOW // 2
+    )
