@@ -32,7 +32,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = "benchmarks"
 
-from . import report, suites
+from . import frameworks, report, suites
 from .data import DEFAULT_TRANSCRIPTS, Case, concatenation, load_cases
 from .measure import progress
 
@@ -236,6 +236,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             ),
         )
         section("economics", lambda: suites.economics(cases, concat))
+        section("frameworks", lambda: frameworks.run(folder, cases=cases))
     results["machine"]["section_seconds"] = seconds
     results["notes"].extend(_findings(results))
     results["goals"] = report.goals(results)
@@ -251,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("compaction").setLevel(logging.ERROR)
     results = run(args, argv)
     text = report.markdown(results)
+    if isinstance(results.get("frameworks"), list):
+        text += "\n## LangChain context management\n\n" + frameworks.markdown(results["frameworks"])
     out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,298 @@
+"""LangChain v1: a middleware for ``create_agent`` that compacts each model request.
+
+::
+
+    from langchain.agents import create_agent
+    from compaction.integrations.langchain import CompactionMiddleware
+
+    agent = create_agent(model, tools, middleware=[CompactionMiddleware(window=128_000)])
+
+Why it compacts the *request* (``wrap_model_call``, ``request.override(messages=...)``) and not
+the state, as ``SummarizationMiddleware`` does in ``before_model``:
+
+- the graph state keeps the full history, so nothing the agent did is ever lost (a checkpoint
+  holds everything; another middleware, a human reviewer or a resumed run still sees it);
+- it calls the library's :class:`~compaction.trigger.Compactor`, which compacts at
+  ``compact_at`` of the window down to ``compact_to`` and remembers the compacted prefix, so
+  between compactions every request extends the previous one and the provider's prompt cache
+  stays warm; a minimum saving and a back-off keep it from rewriting the prompt for a few
+  tokens or paying a summariser again and again for nothing;
+- the ladder (by default ``ToolResults -> SlidingWindow -> Summary`` with the offline
+  extractive summariser) keeps tool call/result pairs whole and the task in view, and a
+  failing ladder never fails the model call: the request then goes out as it came.
+
+The system message (``request.system_message``) is counted and protected as the system block;
+the tool schemas (``request.tools``) are counted into the budget. The provider's reported
+``usage_metadata["input_tokens"]`` anchors the next estimate. One compactor per LangGraph
+thread (``thread_id``), since hysteresis is per conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+from .. import events
+from .._log import log
+from ..messages import Message
+from ..pipeline import CompactionPipeline
+from ..tokens import TokenCounter
+from ..trigger import Compactor
+from ._conversations import Conversations
+from .langchain_messages import (
+    from_langchain,
+    message_from_langchain,
+    message_to_langchain,
+    to_langchain,
+)
+
+__all__ = [
+    "CompactionMiddleware",
+    "default_pipeline",
+    "from_langchain",
+    "to_langchain",
+]
+
+
+def default_pipeline(counter: TokenCounter | None = None) -> CompactionPipeline:
+    """``ToolResults -> SlidingWindow -> Summary`` (offline extractive summariser)."""
+    from ..strategies.sliding_window import SlidingWindow
+    from ..strategies.summary import Summary
+    from ..strategies.tool_results import ToolResults
+
+    return CompactionPipeline(counter=counter).use(ToolResults).use(SlidingWindow).run(Summary())
+
+
+def _tool_schema(tool: Any) -> Mapping[str, Any] | None:
+    if isinstance(tool, Mapping):
+        return tool
+    try:
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        return convert_to_openai_tool(tool)
+    except Exception:  # a tool LangChain cannot describe is simply not counted
+        return None
+
+
+class _Thread:
+    """What the middleware remembers about one conversation."""
+
+    __slots__ = ("built", "by_id", "compactor", "converted", "sources")
+
+    def __init__(self, compactor: Compactor) -> None:
+        self.compactor = compactor
+        # The LangChain messages converted so far, and their conversions, by position: a
+        # message already converted (the same object) is not converted again, so a call costs
+        # one identity check per old message.
+        self.sources: list[BaseMessage] = []
+        self.converted: list[Message] = []
+        # Our message -> the LangChain message it came from, to send unchanged messages back
+        # out as the very objects the state holds.
+        self.by_id: dict[int, BaseMessage] = {}
+        # Messages the ladder wrote or rewrote, as LangChain messages: built once, reused by
+        # every call that sends them again, dropped once no request holds them.
+        self.built: dict[int, tuple[Message, BaseMessage]] = {}
+
+    def to_langchain(self, sent: Sequence[Message]) -> list[BaseMessage]:
+        out = []
+        built: dict[int, tuple[Message, BaseMessage]] = {}
+        for m in sent:
+            lc = self.by_id.get(id(m))
+            if lc is None:
+                hit = self.built.get(id(m))
+                if hit is None or hit[0] is not m:
+                    hit = (m, message_to_langchain(m))
+                built[id(m)] = hit
+                lc = hit[1]
+            out.append(lc)
+        self.built = built
+        return out
+
+    def convert(self, lc: Sequence[BaseMessage], offset: int) -> list[Message]:
+        sources, converted = self.sources, self.converted
+        keep = 0
+        for a, b in zip(sources, lc, strict=False):
+            if a is not b:
+                break
+            keep += 1
+        for m in converted[keep:]:
+            self.by_id.pop(id(m), None)
+        del sources[keep:], converted[keep:]
+        for i in range(keep, len(lc)):
+            m = message_from_langchain(lc[i], i + offset)
+            sources.append(lc[i])
+            converted.append(m)
+            self.by_id[id(m)] = lc[i]
+        return converted
+
+
+class CompactionMiddleware(AgentMiddleware):
+    """Compact the request before every model call of a LangChain v1 agent.
+
+    ``pipeline`` is the ladder (default :func:`default_pipeline`); ``window`` the model's
+    context window in tokens (default: the chat model's ``profile["max_input_tokens"]``);
+    ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
+    :class:`~compaction.trigger.Compactor`'s; ``count_tools`` counts the tool schemas into
+    the budget; ``max_threads`` bounds how many conversations are remembered (least recently
+    used first out).
+
+    ``compactor(thread_id)`` answers the compactor of a thread (its ``stats`` say what it
+    did); ``last_request`` the messages the last model call was sent, system message first.
+    """
+
+    def __init__(
+        self,
+        pipeline: CompactionPipeline | None = None,
+        *,
+        window: int | None = None,
+        compact_at: float = 0.7,
+        compact_to: float = 0.4,
+        min_saving: float = 0.05,
+        counter: TokenCounter | None = None,
+        count_tools: bool = True,
+        labels: Mapping[str, Any] | None = None,
+        max_threads: int = 256,
+    ) -> None:
+        super().__init__()
+        if window is not None and (
+            isinstance(window, bool) or not isinstance(window, int) or window <= 0
+        ):
+            raise ValueError(f"window must be a positive int (tokens), got {window!r}")
+        self.pipeline = pipeline if pipeline is not None else default_pipeline(counter)
+        self.window = window
+        self.compact_at = compact_at
+        self.compact_to = compact_to
+        self.min_saving = min_saving
+        self.counter = counter
+        self.count_tools = count_tools
+        self.labels = dict(labels or {})
+        self.max_threads = max_threads
+        self.last_request: tuple[Message, ...] = ()
+        self._threads: Conversations[_Thread] = Conversations(max_threads, "max_threads")
+        # Fail now, not at the first model call, on settings the compactor refuses.
+        if window is not None:
+            Compactor(
+                self.pipeline,
+                window,
+                compact_at,
+                compact_to,
+                counter,
+                min_saving=min_saving,
+            )
+
+    # -- per-thread state -----------------------------------------------------------------------
+
+    def compactor(self, thread_id: Any = None) -> Compactor | None:
+        """The compactor following ``thread_id`` (None until its first model call)."""
+        state = self._threads.get(thread_id)
+        return state.compactor if state else None
+
+    def _window(self, request: ModelRequest) -> int:
+        if self.window is not None:
+            return self.window
+        profile = getattr(request.model, "profile", None) or {}
+        window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+        if isinstance(window, int) and window > 0:
+            return window
+        raise ValueError(
+            "CompactionMiddleware needs the model's context window: pass window=..., or a "
+            "chat model whose profile has 'max_input_tokens'"
+        )
+
+    def _thread(self, request: ModelRequest) -> _Thread:
+        info = getattr(request.runtime, "execution_info", None)
+        key = getattr(info, "thread_id", None)
+
+        def create() -> _Thread:
+            tools = [_tool_schema(t) for t in request.tools] if self.count_tools else []
+            compactor = Compactor(
+                self.pipeline,
+                self._window(request),
+                self.compact_at,
+                self.compact_to,
+                self.counter,
+                [t for t in tools if t is not None],
+                labels={**self.labels, "thread_id": key},
+                min_saving=self.min_saving,
+            )
+            return _Thread(compactor)
+
+        return self._threads.get_or_create(key, create)
+
+    # -- the call ---------------------------------------------------------------------------------
+
+    def _convert(self, request: ModelRequest) -> tuple[_Thread, list[Message]]:
+        state = self._thread(request)
+        lc: list[BaseMessage] = list(request.messages)
+        system = getattr(request, "system_message", None)
+        if system is not None:
+            lc.insert(0, system)
+        return state, state.convert(lc, -1 if system is not None else 0)
+
+    def _rebuild(
+        self, request: ModelRequest, state: _Thread, sent: Sequence[Message]
+    ) -> ModelRequest:
+        out: list[Any] = state.to_langchain(sent)
+        if getattr(request, "system_message", None) is None or not isinstance(
+            out[0], SystemMessage
+        ):
+            return request.override(messages=out)
+        # The system block comes first and stays first: the first message is the system
+        # message, rewritten only when the ladder had to cut it to fit.
+        return request.override(messages=out[1:], system_message=out[0])
+
+    def _failed(self, exc: Exception) -> None:
+        # Compaction never fails the model call: the request goes out as it came.
+        log.error("langchain.compaction_failed", error=repr(exc), labels=self.labels)
+        events.failed.send(self, name="langchain", error=exc, stage="adapter", labels=self.labels)
+
+    @staticmethod
+    def _observe(state: _Thread, response: Any) -> None:
+        result = getattr(response, "model_response", response)
+        messages = getattr(result, "result", None) or [result]
+        for m in reversed(messages):
+            if isinstance(m, AIMessage):
+                usage = m.usage_metadata
+                if usage and isinstance(usage.get("input_tokens"), int):
+                    # LangChain's input_tokens already includes cached input.
+                    state.compactor.observe(usage["input_tokens"])
+                return
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], ModelResponse],
+    ) -> ModelResponse | AIMessage:
+        """Send ``handler`` the request with its messages compacted (when they need it)."""
+        try:
+            state, messages = self._convert(request)
+            sent = state.compactor.before_call(messages)
+            self.last_request = tuple(sent)
+            new = request if sent is messages else self._rebuild(request, state, sent)
+        except Exception as exc:
+            self._failed(exc)
+            return handler(request)
+        response = handler(new)
+        self._observe(state, response)
+        return response
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest,
+        handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    ) -> ModelResponse | AIMessage:
+        """Async twin of :meth:`wrap_model_call` (awaits summarisers that do I/O)."""
+        try:
+            state, messages = self._convert(request)
+            sent = await state.compactor.abefore_call(messages)
+            self.last_request = tuple(sent)
+            new = request if sent is messages else self._rebuild(request, state, sent)
+        except Exception as exc:
+            self._failed(exc)
+            return await handler(request)
+        response = await handler(new)
+        self._observe(state, response)
+        return response

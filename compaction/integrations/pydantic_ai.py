@@ -1,0 +1,298 @@
+"""pydantic-ai: a capability (and a history processor) that compacts each model request.
+
+::
+
+    from pydantic_ai import Agent
+    from compaction.integrations.pydantic_ai import Compaction
+
+    agent = Agent("openai:gpt-5", capabilities=[Compaction(window=128_000)])
+
+:class:`Compaction` works in ``prepare_model_request``, the hook pydantic-ai gives compaction
+and context-window fitting: it runs once per attempt with the model that will serve it, and
+what it changes (``request_context.messages``) shapes that request only. So the run's history
+(``result.all_messages()``) keeps every message, while the model is sent the compacted view:
+the library's :class:`~compaction.trigger.Compactor` compacts at ``compact_at`` of the window
+down to ``compact_to`` and sends the same compacted prefix until the next compaction, so the
+provider's prompt cache stays warm. A failing ladder never fails the run: the request then
+goes out as it came. The window defaults to the model profile's ``context_window``; the
+instructions and the tool definitions are counted into the budget; the provider's reported
+input tokens anchor the next estimate (``observe_usage``).
+
+:func:`compaction_processor` is the same as a history processor for
+``ProcessHistory(processor)``; pydantic-ai writes what a processor answers back into the run's
+history, so with it the history itself is compacted (use it when that is what you want).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.tools import RunContext
+
+from .. import events
+from .._log import log
+from ..messages import Message
+from ..pipeline import CompactionPipeline
+from ..tokens import TokenCounter
+from ..trigger import Compactor
+from ._conversations import Conversations
+from .pydantic_ai_messages import from_pydantic_ai, to_pydantic_ai
+
+__all__ = [
+    "Compaction",
+    "compaction_processor",
+    "from_pydantic_ai",
+    "to_pydantic_ai",
+]
+
+#: ``meta`` key of the message that stands for the request's instructions while counting.
+_INSTRUCTIONS: str = "pydantic_ai_instructions"
+
+
+def _default_pipeline(counter: TokenCounter | None) -> CompactionPipeline:
+    from ..strategies.sliding_window import SlidingWindow
+    from ..strategies.summary import Summary
+    from ..strategies.tool_results import ToolResults
+
+    return CompactionPipeline(counter=counter).use(ToolResults).use(SlidingWindow).run(Summary())
+
+
+class _Conversation:
+    """One conversation: its compactor, and the messages converted so far (by source)."""
+
+    __slots__ = ("compactor", "ends", "flat", "instructions", "sources")
+
+    def __init__(self, compactor: Compactor) -> None:
+        self.compactor = compactor
+        self.sources: list[ModelMessage] = []
+        self.ends: list[int] = []  # len(flat) after each source
+        self.flat: list[Message] = []
+        self.instructions: Message | None = None
+
+    def convert(self, messages: Sequence[ModelMessage], instructions: str) -> list[Message]:
+        # The first message stands for the instructions (a system block, counted and kept),
+        # the same object while they do not change, so the compactor sees the same prefix.
+        if (self.instructions.content if self.instructions else "") != instructions:
+            self.instructions = (
+                Message("system", instructions, meta={_INSTRUCTIONS: True})
+                if instructions
+                else None
+            )
+            self.sources, self.ends = [], []
+            self.flat = [self.instructions] if self.instructions else []
+        head = 1 if self.instructions else 0
+        keep = 0
+        for a, b in zip(self.sources, messages, strict=False):
+            if a is not b:
+                break
+            keep += 1
+        del self.sources[keep:], self.ends[keep:]
+        del self.flat[self.ends[-1] if self.ends else head :]
+        for source in messages[keep:]:
+            self.flat.extend(from_pydantic_ai([source]))
+            self.sources.append(source)
+            self.ends.append(len(self.flat))
+        return self.flat
+
+
+def _tool_schemas(parameters: Any) -> list[dict[str, Any]]:
+    tools = [
+        *(getattr(parameters, "function_tools", None) or ()),
+        *(getattr(parameters, "output_tools", None) or ()),
+    ]
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": t.name,
+                "description": t.description or "",
+                "parameters": t.parameters_json_schema,
+            },
+        }
+        for t in tools
+    ]
+
+
+def _instructions(parameters: Any) -> str:
+    parts = getattr(parameters, "instruction_parts", None) or ()
+    return "\n\n".join(str(p.content) for p in parts if getattr(p, "content", None))
+
+
+class _Engine:
+    """What the capability and the processor share: settings and one compactor per
+    conversation."""
+
+    def __init__(
+        self,
+        pipeline: CompactionPipeline | None,
+        window: int | None,
+        compact_at: float,
+        compact_to: float,
+        min_saving: float,
+        counter: TokenCounter | None,
+        labels: Mapping[str, Any] | None,
+        max_conversations: int,
+    ) -> None:
+        if window is not None and (
+            isinstance(window, bool) or not isinstance(window, int) or window <= 0
+        ):
+            raise ValueError(f"window must be a positive int (tokens), got {window!r}")
+        self.pipeline = pipeline if pipeline is not None else _default_pipeline(counter)
+        self.window = window
+        self.compact_at, self.compact_to, self.min_saving = compact_at, compact_to, min_saving
+        self.counter = counter
+        self.labels = dict(labels or {})
+        self.conversations: Conversations[_Conversation] = Conversations(max_conversations)
+        if window is not None:  # fail now on settings the compactor refuses
+            Compactor(self.pipeline, window, compact_at, compact_to, counter, min_saving=min_saving)
+
+    def conversation(self, key: Any, model: Any, parameters: Any) -> _Conversation:
+        def create() -> _Conversation:
+            window = self.window
+            if window is None:
+                profile = getattr(model, "profile", None)
+                # A profile is a TypedDict (a plain dict) in pydantic-ai.
+                window = (
+                    profile.get("context_window")
+                    if isinstance(profile, Mapping)
+                    else getattr(profile, "context_window", None)
+                )
+                if not isinstance(window, int) or window <= 0:
+                    raise ValueError(
+                        "compaction needs the model's context window: pass window=..., or "
+                        "give the model a profile with context_window"
+                    )
+            compactor = Compactor(
+                self.pipeline,
+                window,
+                self.compact_at,
+                self.compact_to,
+                self.counter,
+                _tool_schemas(parameters),
+                labels={**self.labels, "conversation_id": key},
+                min_saving=self.min_saving,
+            )
+            return _Conversation(compactor)
+
+        return self.conversations.get_or_create(key, create)
+
+    async def compact(
+        self, ctx: Any, messages: list[ModelMessage], model: Any, parameters: Any
+    ) -> list[ModelMessage]:
+        """``messages`` compacted when they need it (the same list when not)."""
+        try:
+            key = getattr(ctx, "conversation_id", None)
+            state = self.conversation(key, model, parameters)
+            ours = state.convert(messages, _instructions(parameters))
+            sent = await state.compactor.abefore_call(ours)
+            if sent is ours:
+                return messages
+            if sent and sent[0].meta.get(_INSTRUCTIONS):
+                sent = sent[1:]  # the instructions travel on their own
+            return to_pydantic_ai(sent)
+        except Exception as exc:
+            # Compaction never fails the run: the request goes out as it came.
+            log.error("pydantic_ai.compaction_failed", error=repr(exc), labels=self.labels)
+            events.failed.send(
+                self, name="pydantic_ai", error=exc, stage="adapter", labels=self.labels
+            )
+            return messages
+
+
+class Compaction(AbstractCapability[Any]):
+    """A pydantic-ai capability that compacts each model request (not the run's history).
+
+    ``pipeline`` is the ladder (default ``ToolResults -> SlidingWindow -> Summary``, offline);
+    ``window`` the model's context window in tokens (default: the model profile's
+    ``context_window``); ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and
+    ``labels`` are :class:`~compaction.trigger.Compactor`'s; ``observe_usage`` anchors the
+    estimate on the input tokens the provider reports; ``max_conversations`` bounds how many
+    conversations (``conversation_id``) are followed at once.
+    """
+
+    def __init__(
+        self,
+        pipeline: CompactionPipeline | None = None,
+        *,
+        window: int | None = None,
+        compact_at: float = 0.7,
+        compact_to: float = 0.4,
+        min_saving: float = 0.05,
+        counter: TokenCounter | None = None,
+        labels: Mapping[str, Any] | None = None,
+        observe_usage: bool = True,
+        max_conversations: int = 256,
+    ) -> None:
+        self._engine = _Engine(
+            pipeline,
+            window,
+            compact_at,
+            compact_to,
+            min_saving,
+            counter,
+            labels,
+            max_conversations,
+        )
+        self.observe_usage = observe_usage
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a pipeline: not part of a serialisable agent spec
+
+    def compactor(self, conversation_id: Any = None) -> Compactor | None:
+        """The compactor following ``conversation_id`` (None before its first request)."""
+        state = self._engine.conversations.get(conversation_id)
+        return state.compactor if state else None
+
+    async def prepare_model_request(self, ctx: Any, request_context: Any) -> Any:
+        messages = list(request_context.messages)
+        sent = await self._engine.compact(
+            ctx, messages, request_context.model, request_context.model_request_parameters
+        )
+        if sent is not messages:
+            request_context.messages = sent
+        return request_context
+
+    async def after_model_request(
+        self, ctx: Any, *, request_context: Any, response: ModelResponse
+    ) -> ModelResponse:
+        if self.observe_usage:
+            state = self._engine.conversations.get(getattr(ctx, "conversation_id", None))
+            tokens = getattr(getattr(response, "usage", None), "input_tokens", 0)
+            if state is not None and isinstance(tokens, int) and tokens > 0:
+                state.compactor.observe(tokens)
+        return response
+
+
+def compaction_processor(
+    pipeline: CompactionPipeline | None = None,
+    *,
+    window: int,
+    compact_at: float = 0.7,
+    compact_to: float = 0.4,
+    min_saving: float = 0.05,
+    counter: TokenCounter | None = None,
+    labels: Mapping[str, Any] | None = None,
+    max_conversations: int = 256,
+) -> Any:
+    """A history processor (``ProcessHistory(compaction_processor(window=...))``).
+
+    pydantic-ai writes what it answers back into the run's history, so the history itself is
+    compacted; prefer :class:`Compaction` to keep the history whole.
+    """
+    engine = _Engine(
+        pipeline, window, compact_at, compact_to, min_saving, counter, labels, max_conversations
+    )
+
+    async def process(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
+        return await engine.compact(ctx, messages, None, None)
+
+    def compactor(conversation_id: Any = None) -> Compactor | None:
+        state = engine.conversations.get(conversation_id)
+        return state.compactor if state else None
+
+    process.compactor = compactor  # type: ignore[attr-defined]
+    return process
