@@ -16,7 +16,7 @@ import statistics
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["bootstrap", "exponent", "linear", "ols", "scaling_fit"]
+__all__ = ["bootstrap", "exponent", "linear", "ols", "scaling_fit", "verdict"]
 
 
 def ols(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
@@ -92,3 +92,15 @@ def scaling_fit(runs: Mapping[int, Sequence[float]], *, resamples: int = 2000) -
         "exponent": k,
         "exponent_interval": (k_lo, k_hi),
     }
+
+
+def verdict(interval: tuple[float, float], goal: float) -> bool | str:
+    """A figure whose goal is "at most ``goal``", judged on its interval: met when all of it
+    is within the goal, not met when all of it is beyond, else ``"inconclusive"`` — a wide
+    interval says the run could not tell, which asks for more runs, not for a fix."""
+    lo, hi = interval
+    if hi <= goal:
+        return True
+    if lo > goal:
+        return False
+    return "inconclusive"

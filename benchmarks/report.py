@@ -53,8 +53,9 @@ def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
 
 
 def _met(value: bool | str | None) -> str:
-    labels = {True: "met", False: "**NOT met**", None: "not measured"}
-    return labels.get(value, str(value))
+    if isinstance(value, str):
+        return value
+    return {True: "met", False: "**NOT met**", None: "not measured"}[value]
 
 
 def goals_table(goals: Sequence[dict[str, Any]]) -> list[str]:

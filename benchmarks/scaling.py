@@ -22,7 +22,7 @@ from compaction.messages import Message
 from compaction.tokens import TiktokenCounter
 from compaction.validate import is_valid
 
-from .fit import scaling_fit
+from .fit import scaling_fit, verdict
 from .measure import median, p99, progress, ratio, timed
 from .suites import LADDER_SHARE, free_ladder
 
@@ -202,13 +202,7 @@ def goals(scaling: dict[str, Any]) -> list[dict[str, Any]]:
                 "the upper end of its 95% interval (inconclusive when the interval straddles it)",
                 "measured": f"k = {k:.3f} (95% interval {lo:.3f} to {hi:.3f}; 10x costs "
                 f"{10**k:.1f}x, at worst {10**hi:.1f}x)",
-                # A wide interval that straddles the goal says the run could not tell, which
-                # is not the same as a miss: it asks for more runs, not for a fix.
-                "met": True
-                if hi <= EXPONENT_GOAL
-                else False
-                if lo > EXPONENT_GOAL
-                else "inconclusive",
+                "met": verdict((lo, hi), EXPONENT_GOAL),
             }
         )
     rows = scaling.get("rows") or []
