@@ -326,7 +326,13 @@ def run_case(case: Case, chosen: Sequence[Ladder], *, replay: bool = True) -> li
     if any(ladder.peer for ladder in chosen):
         peer = _Peer(case.messages, counter)
     rows: list[dict[str, Any]] = []
-    base = {"name": case.name, "format": case.format, "tokens": tokens, "system": system}
+    base = {
+        "name": case.name,
+        "format": case.format,
+        "tokens": tokens,
+        "system": system,
+        "task_tokens": task_tokens,
+    }
     for ladder in chosen:
         for share in TARGETS:
             target = max(1, int(tokens * share))

@@ -141,6 +141,70 @@ def _note(t: dict[str, Any]) -> str:
     return f"{t['notes']}: {_num(t['note_median'], 0)} / {_num(t['note_max'], 0)}"
 
 
+_TASK: Final = {"verbatim": "kept", "cut": "cut", None: "**lost**", "none": "no task"}
+
+
+def _per_file(quality: dict[str, Any], ladder: str) -> list[str]:
+    """Every transcript under one ladder: where the task went, budget use, replay."""
+    from .report import table
+
+    rows = [r for r in quality["rows"] if r["ladder"] == ladder]
+    if not rows:
+        return []
+    targets = quality["targets"]
+    cells: dict[str, dict[Any, dict[str, Any]]] = {}
+    for r in rows:
+        cells.setdefault(r["name"], {})[r["target"]] = r
+
+    def cell(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return ""
+        if "error" in r:
+            return "error"
+        return f"{_TASK[r['task']]}, {_num(r['budget_used'])}"
+
+    def replay(r: dict[str, Any] | None) -> str:
+        if r is None:
+            return ""
+        if "error" in r:
+            return "error"
+        return f"{r['without_task']} / {r['over_window']} of {r['calls']}"
+
+    body = []
+    for name, by_target in cells.items():
+        first = next(iter(by_target.values()))
+        body.append(
+            [
+                name,
+                f"{first['tokens']:,}",
+                f"{first['system']:,}",
+                f"{first['task_tokens']:,}",
+                *[cell(by_target.get(t)) for t in targets],
+                replay(by_target.get("replay")),
+            ]
+        )
+    return [
+        f"<details><summary>Every transcript, {quality['ladders'][ladder]}</summary>",
+        "",
+        "Per target: the task (kept verbatim, cut, lost) and the budget use; replay: calls "
+        "without the task / requests over the window, of all calls.",
+        "",
+        *table(
+            [
+                "file",
+                "tokens",
+                "system",
+                "task",
+                *[_target(t) for t in targets],
+                "replay: no task / over window",
+            ],
+            body,
+        ),
+        "",
+        "</details>",
+    ]
+
+
 def markdown(quality: dict[str, Any]) -> list[str]:
     """The "## Quality" section."""
     from .report import goals_table, table
@@ -258,6 +322,7 @@ def markdown(quality: dict[str, Any]) -> list[str]:
             for t in replays
         ],
     )
+    lines += ["", *_per_file(quality, "default")]
     errors = sorted({e for t in quality["totals"] for e in t.get("error_examples", ())})
     if errors:
         lines += ["", "Errors raised (first of each kind):", *[f"- `{e}`" for e in errors[:5]]]
