@@ -69,11 +69,18 @@ def _provenance(message: Message) -> Mapping[str, Any] | None:
     return record if isinstance(record, Mapping) else None
 
 
+def _is_demonstration(message: Message) -> bool:
+    # SWE-agent opens with a demonstration trajectory as a user message (its reader keeps the
+    # trajectory's own ``is_demo`` flag): an example of the interface, not the task.
+    return any(isinstance(v, Mapping) and v.get("is_demo") is True for v in message.meta.values())
+
+
 def original_task(messages: Sequence[Message]) -> Message | None:
     """The original task: the first user message a person wrote (not marked
-    ``meta["synthetic"]`` by a reader, not a note or summary a compaction left)."""
+    ``meta["synthetic"]`` by a reader, not a demonstration the harness prepends (a reader's
+    ``is_demo`` flag), not a note or summary a compaction left)."""
     for m in messages:
-        if m.role != "user" or m.meta.get("synthetic") is True:
+        if m.role != "user" or m.meta.get("synthetic") is True or _is_demonstration(m):
             continue
         record = _provenance(m)
         if record is not None and record.get("kind") in _STAND_IN:

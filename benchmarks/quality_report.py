@@ -216,7 +216,8 @@ def markdown(quality: dict[str, Any]) -> list[str]:
         "of its size, and replayed call by call (window = half the largest request, compact "
         "at 70% of the window down to 40%). Judged by the benchmark's own rules "
         "(`benchmarks/quality_metrics.py`, `benchmarks/identifiers.py`), not the library's. "
-        '**Task**: the first user message a person wrote (not `meta["synthetic"]`), kept '
+        '**Task**: the first user message a person wrote (not `meta["synthetic"]`, not a '
+        "SWE-agent demonstration), kept "
         "verbatim or as a cut that holds its first and last 80 characters. **Budget use**: "
         "tokens kept ÷ target. **Over, system > ½**: over target where the system prompt "
         "alone is over half the target. **Lost**: identifiers that occur in a message the "

@@ -176,12 +176,13 @@ def test_original_task_skips_synthetic_and_notes() -> None:
     messages = [
         Message("system", "sys"),
         Message("user", "Please always provide EXACTLY ONE action", meta={"synthetic": True}),
+        Message("user", "--- DEMONSTRATION ---", meta={"swe_agent": {"is_demo": True}}),
         _note("[3 earlier messages removed]"),
         task,
         Message("user", "and also this"),
     ]
     assert qm.original_task(messages) is task
-    assert qm.original_task(messages[:3]) is None
+    assert qm.original_task(messages[:4]) is None
 
 
 def test_task_kept_verbatim_cut_or_lost() -> None:
