@@ -9,12 +9,12 @@ from typing import Any
 
 __all__ = [
     "COLD_GOAL",
-    "cold_markdown",
-    "economics_markdown",
+    "cold",
+    "economics",
     "goals_table",
-    "peers_markdown",
+    "peers",
     "table",
-    "warm_markdown",
+    "warm",
 ]
 
 COLD_GOAL = 1.5
@@ -434,7 +434,7 @@ def _with_goals(section: list[str], goals: Sequence[dict[str, Any]]) -> list[str
     return [*section[:at], *goals_table(goals), *section[at:]]
 
 
-def cold_markdown(cold: dict[str, Any]) -> list[str]:
+def cold(cold: dict[str, Any]) -> list[str]:
     lines = _cold(cold, cold.get("skipped"))
     if cold.get("cases") or cold.get("concat"):
         lines = _with_goals(lines, _cold_goals(cold))
@@ -443,7 +443,7 @@ def cold_markdown(cold: dict[str, Any]) -> list[str]:
     return lines
 
 
-def warm_markdown(warm: dict[str, Any]) -> list[str]:
+def warm(warm: dict[str, Any]) -> list[str]:
     lines = _warm(warm, warm.get("skipped"))
     total = next((g for g in warm.get("groups") or () if g["name"] == "all transcripts"), None)
     if total:
@@ -457,7 +457,7 @@ def warm_markdown(warm: dict[str, Any]) -> list[str]:
     return lines
 
 
-def peers_markdown(peers: dict[str, Any]) -> list[str]:
+def peers(peers: dict[str, Any]) -> list[str]:
     lines = _peers(peers, None)
     if "cases" in peers:
         rows = list(peers["cases"]) + ([peers["concat"]] if peers.get("concat") else [])
@@ -473,5 +473,5 @@ def peers_markdown(peers: dict[str, Any]) -> list[str]:
     return lines
 
 
-def economics_markdown(econ: dict[str, Any]) -> list[str]:
+def economics(econ: dict[str, Any]) -> list[str]:
     return _economics(econ, None)
