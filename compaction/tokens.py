@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from .media import media_tokens
 from .messages import Message
 
 __all__ = [
@@ -77,6 +78,10 @@ class CachingCounter:
             return message.tokens
         self.encoded += 1
         total = self.per_message + self.count_text(message.content)
+        if message.meta:
+            # Images and documents ride in meta; they cost what the provider bills for them,
+            # not the length of their base64 text.
+            total += media_tokens(message.meta, message.content, self.count_text)
         if message.name:
             total += self.per_name + self.count_text(message.name)
         for call in message.tool_calls:
