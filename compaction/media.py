@@ -7,14 +7,15 @@ their base64 text instead would be wrong both ways: the text is not what the mod
 
 The rules (each provider's published accounting):
 
-- **OpenAI images** (``image_url`` parts): ``detail: "low"`` costs 85 tokens. Otherwise the image
-  is scaled to fit in 2048 x 2048, then so its shortest side is at most 768, and it costs
-  85 + 170 per 512-pixel tile. Unknown size (a web URL): :data:`OPENAI_IMAGE_MAX`, the most any
-  image can cost, since under-counting is what overflows a window.
+- **OpenAI images** (``image_url`` parts, the Responses API's ``input_image``):
+  ``detail: "low"`` costs 85 tokens. Otherwise the image is scaled to fit in 2048 x 2048,
+  then so its shortest side is at most 768, and it costs 85 + 170 per 512-pixel tile.
+  Unknown size (a web URL): :data:`OPENAI_IMAGE_MAX`, the most any image can cost, since
+  under-counting is what overflows a window.
 - **Anthropic images** (``image`` blocks): width * height / 750, after scaling so the long edge
   is at most 1568 pixels and the image at most ~1.15 megapixels; unknown size:
   :data:`ANTHROPIC_IMAGE_MAX`.
-- **Documents** (Anthropic ``document`` blocks, OpenAI ``file`` parts): a PDF costs
+- **Documents** (Anthropic ``document`` blocks, OpenAI ``file`` / ``input_file`` parts): a PDF costs
   :data:`PDF_PAGE_TOKENS` per page (Anthropic documents 1,500-3,000 tokens a page, text plus
   the page image; we take the top of that range). Pages are counted from the PDF's page
   objects; when they cannot be found (compressed object streams, a file by id or URL) the
@@ -23,7 +24,9 @@ The rules (each provider's published accounting):
 - Other non-text parts (audio, unknown kinds) are not counted.
 
 Sizes are read from the image header (PNG, JPEG, GIF, WebP) in the first bytes of the base64
-data; nothing else is decoded, so a huge image costs a bounded amount of work.
+data; nothing else is decoded, so a huge image costs a bounded amount of work. The parts are
+read from ``meta["openai"]`` (chat completions), ``meta["responses"]`` (Responses API items)
+and ``meta["anthropic"]``.
 """
 
 from __future__ import annotations
@@ -176,8 +179,12 @@ def _openai_part(part: Any) -> int:
         detail = image.get("detail", "auto") if isinstance(image, Mapping) else "auto"
         decoded = _data_url(url)
         return openai_image_tokens(image_size(decoded[1]) if decoded else None, str(detail))
-    if kind == "file":
-        file = part.get("file")
+    if kind == "input_image":  # the Responses API's form
+        decoded = _data_url(part.get("image_url"))
+        detail = str(part.get("detail") or "auto")
+        return openai_image_tokens(image_size(decoded[1]) if decoded else None, detail)
+    if kind in ("file", "input_file"):
+        file = part.get("file") if kind == "file" else part
         data = file.get("file_data") if isinstance(file, Mapping) else None
         decoded = _data_url(data)
         pages = pdf_pages(decoded[1]) if decoded else 1
@@ -217,11 +224,12 @@ def media_tokens(meta: Mapping[str, Any], content: str, count_text: Callable[[st
     message a strategy rewrote is written out from its new text, without them.
     """
     total = 0
-    openai = meta.get("openai")
-    if isinstance(openai, Mapping):
-        parts = openai.get("parts")
-        if isinstance(parts, list) and content == openai.get("parts_text"):
-            total += sum(_openai_part(p) for p in parts)
+    for key in ("openai", "responses"):  # chat-completions parts, Responses API parts
+        record = meta.get(key)
+        if isinstance(record, Mapping):
+            parts = record.get("parts")
+            if isinstance(parts, list) and content == record.get("parts_text"):
+                total += sum(_openai_part(p) for p in parts)
     anthropic = meta.get("anthropic")
     if isinstance(anthropic, Mapping) and content == anthropic.get("text"):
         blocks = anthropic.get("blocks")
