@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from compaction import CompactionPipeline, validate
 from compaction.adapters import AdapterError
@@ -117,3 +119,72 @@ def test_bad_items_are_named():
         from_responses([{"type": "function_call_output", "output": "x"}])
     with pytest.raises(AdapterError, match="role"):
         from_responses([{"role": "wizard", "content": "x"}])
+
+
+@st.composite
+def conversations_of_items(draw):
+    """Agents SDK item lists: user turns, steps of reasoning, text and parallel calls."""
+    items: list[dict] = [{"role": "user", "content": draw(st.text(max_size=20)) or "task"}]
+    n = 0
+    for _ in range(draw(st.integers(1, 8))):
+        if draw(st.booleans()):
+            items.append({"role": "user", "content": draw(st.text(max_size=30))})
+        step: list[dict] = []
+        if draw(st.booleans()):
+            step.append({"type": "reasoning", "id": f"rs_{n}", "summary": []})
+        if draw(st.booleans()):
+            text = draw(st.text(min_size=1, max_size=40))
+            step.append(
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                }
+            )
+        ids = [f"c{n}_{k}" for k in range(draw(st.integers(0, 3)))]
+        step += [
+            {"type": "function_call", "call_id": i, "name": "run", "arguments": "{}"} for i in ids
+        ]
+        if not [i for i in step if i["type"] != "reasoning"]:
+            continue  # reasoning always leads to text or a call
+        items += step
+        size = draw(st.integers(0, 2000))
+        items += [
+            {"type": "function_call_output", "call_id": i, "output": "z" * size}
+            for i in draw(st.permutations(ids))
+        ]
+        n += 1
+    return items
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversations_of_items(), st.integers(50, 3000))
+def test_round_trip_and_compaction_keep_steps_whole(items, target):
+    messages = from_responses(items)
+    validate(messages)
+    out = to_responses(messages)
+    assert out == items and all(a is b for a, b in zip(out, items, strict=True))
+    pipeline = (
+        CompactionPipeline(counter=ApproximateCounter())
+        .use(ToolResults, keep_steps=1)
+        .use(SlidingWindow, keep_steps=1)
+    )
+    compacted = to_responses(pipeline.compact(messages, target=target).messages)
+    again = from_responses(compacted)
+    validate(again)
+    calls = [i["call_id"] for i in compacted if i.get("type") == "function_call"]
+    outputs = [i["call_id"] for i in compacted if i.get("type") == "function_call_output"]
+    assert sorted(calls) == sorted(outputs)
+    # A reasoning item is only ever sent with what it led to (text or a call), never alone.
+    for index, item in enumerate(compacted):
+        if item.get("type") == "reasoning":
+            following = compacted[index + 1] if index + 1 < len(compacted) else {}
+            assert following.get("type") in ("reasoning", "function_call") or (
+                following.get("role") == "assistant"
+            )
+
+
+def test_a_step_emptied_by_a_rewrite_sends_no_lone_reasoning():
+    messages = from_responses(copy.deepcopy(ITEMS[:4]))
+    emptied = [*messages[:2], messages[2].replace(content="")]
+    assert [i.get("type") for i in to_responses(emptied)[2:]] == []

@@ -193,6 +193,9 @@ def _assistant(message: Message, record: Mapping[str, Any]) -> list[Any]:
             continue
         kept.append(raw)  # reasoning and hosted calls stay with their step
     out = kept
+    if not message.content and not message.tool_calls:
+        # Reasoning must be followed by what it led to; with nothing left, it goes too.
+        out = [raw for raw in kept if _kind(plain(raw)) != "reasoning"]
     if message.content:
         out.append({"role": "assistant", "content": message.content})
     for call in message.tool_calls:

@@ -286,10 +286,8 @@ class _Instrumentation:
         if not ok:
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, "compaction failed"))
         span.end()
+        # No conversation id on metrics: one series per conversation would be unbounded.
         metric: dict[str, Any] = {"compaction.ok": ok}
-        conversation = _label_attributes(run.labels).get("gen_ai.conversation.id")
-        if conversation is not None:
-            metric["gen_ai.conversation.id"] = conversation
         self.before.record(run.before, metric)
         self.after.record(run.after, metric)
         self.saved.record(saved, {**metric, "compaction.strategy": "pipeline"})
