@@ -84,7 +84,8 @@ def check_requests(requests, per_run=CALLS_PER_TURN + 1):
     for i, body in enumerate(requests):
         messages = from_openai(body["messages"])
         validate(messages)  # every call has its output, every output its call
-        assert COUNTER.count_messages(messages) <= WINDOW
+        # The whole request fits: messages and the tool schemas sent with them.
+        assert COUNTER.count_messages(messages) + COUNTER.count_tools(body["tools"]) <= WINDOW
         # The task the agent is working on (the user message that started this run) is sent
         # with every request of the run.
         task = [TASK, *TURNS][i // per_run]
@@ -124,6 +125,7 @@ def test_input_filter_keeps_every_call_in_the_window(tmp_path):
     assert outputs[-1].startswith("answer")
     assert len(requests) == len(plain)
     assert flt.compactor.stats.compactions >= 1
+    assert flt.compactor.tool_tokens > 0  # the agent's read_file schema is counted
     check_requests(requests)
     assert sum(map(sent_tokens, requests)) < sum(map(sent_tokens, plain))
     # The newest tool output is always there, whole, for the model to act on.

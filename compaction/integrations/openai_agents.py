@@ -23,15 +23,16 @@ message and never rewritten. A compaction that fails leaves the input as it was.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..adapters.responses import from_responses, to_responses
 from ..messages import Message
+from ..trigger import Compactor
 from ._compactor import build_compactor
 
 if TYPE_CHECKING:
     from ..pipeline import CompactionPipeline
-    from ..trigger import Compactor
 
 __all__ = ["CompactionFilter", "CompactionSession"]
 
@@ -46,6 +47,8 @@ class CompactionFilter:
     window in tokens) with an optional ``pipeline`` (default: tool results, sliding window,
     extractive summary) and any other :class:`~compaction.trigger.Compactor` option
     (``compact_at``, ``compact_to``, ``counter``, ``tools``, ``labels``, ``min_saving``).
+    Without ``tools``, the function tools of the agent being run are counted (their schemas
+    travel with every request).
     """
 
     def __init__(
@@ -57,11 +60,41 @@ class CompactionFilter:
         **options: Any,
     ) -> None:
         self.compactor = build_compactor(compactor, window, pipeline, options)
+        # Without tools= the agent's own function tools are counted, as the runner sends their
+        # schemas with every request: known only at the first call.
+        self._learn_tools = compactor is None and "tools" not in options
+
+    def _with_agent_tools(self, agent: Any) -> None:
+        self._learn_tools = False
+        schemas = [
+            {
+                "type": "function",
+                "name": tool.name,
+                "description": getattr(tool, "description", "") or "",
+                "parameters": tool.params_json_schema,
+            }
+            for tool in getattr(agent, "tools", None) or ()
+            if isinstance(getattr(tool, "params_json_schema", None), Mapping)
+        ]
+        if schemas:
+            old = self.compactor
+            self.compactor = Compactor(
+                old.pipeline,
+                old.window,
+                old.compact_at,
+                old.compact_to,
+                old.counter,
+                schemas,
+                labels=old.labels,
+                min_saving=old.min_saving,
+            )
 
     async def __call__(self, data: Any) -> Any:
         """Called by the runner with a ``CallModelData``; returns a ``ModelInputData``."""
         from agents.run_config import ModelInputData
 
+        if self._learn_tools:
+            self._with_agent_tools(data.agent)
         model_data = data.model_data
         instructions = model_data.instructions
         messages = from_responses(model_data.input)
