@@ -49,7 +49,7 @@ def telemetry():
     meter_provider = MeterProvider(metric_readers=[reader])
     otel.instrument(tracer_provider=tracer_provider, meter_provider=meter_provider)
     try:
-        yield spans, reader
+        yield spans, reader, tracer_provider
     finally:
         otel.uninstrument()
 
@@ -74,7 +74,7 @@ def ladder() -> CompactionPipeline:
 
 
 def test_a_run_is_a_span_with_a_child_per_layer(telemetry):
-    spans, reader = telemetry
+    spans, reader, _ = telemetry
     messages = conversation()
     before = COUNTER.count_messages(messages)
     result = ladder().compact(messages, target=200, labels={"conversation_id": "conv-7"})
@@ -112,7 +112,7 @@ def test_a_run_is_a_span_with_a_child_per_layer(telemetry):
 
 
 def test_summariser_calls_are_metered_with_genai_names(telemetry):
-    spans, reader = telemetry
+    spans, reader, _ = telemetry
     pipeline = CompactionPipeline(counter=COUNTER).run(Summary(summarizer=ExtractiveSummarizer()))
     result = pipeline.compact(conversation(6), target=400)
     assert any(a.strategy == "summary" for a in result.applied)
@@ -136,7 +136,7 @@ def test_a_failing_layer_marks_its_span_and_the_run_goes_on(telemetry):
         def rewrite(self, messages, target, **kwargs):
             raise RuntimeError("boom")
 
-    spans, reader = telemetry
+    spans, reader, _ = telemetry
     result = (
         CompactionPipeline(counter=COUNTER)
         .use(Broken())
@@ -163,7 +163,7 @@ def test_a_run_that_raises_ends_its_span_in_error(telemetry):
         def rewrite(self, messages, target, **kwargs):
             raise RuntimeError("strict")
 
-    spans, _ = telemetry
+    spans, _, _ = telemetry
     with pytest.raises(RuntimeError):
         CompactionPipeline(counter=COUNTER, strict=True).use(Fatal()).compact(
             conversation(), target=300
@@ -173,9 +173,9 @@ def test_a_run_that_raises_ends_its_span_in_error(telemetry):
 
 
 def test_runs_nest_under_the_callers_span_and_the_trigger_labels_ride_along(telemetry):
-    spans, _ = telemetry
+    spans, _, tracer_provider = telemetry
     compactor = Compactor(ladder(), window=2000, counter=COUNTER, labels={"agent": "a1"})
-    tracer = otel._active.tracer  # the same provider the test installed
+    tracer = tracer_provider.get_tracer("agent")
     with tracer.start_as_current_span("agent step") as step:
         compactor.before_call(conversation(6))
     (run,) = [s for s in spans.get_finished_spans() if s.name == "compaction"]
@@ -200,7 +200,7 @@ def test_uninstrument_stops_everything_and_costs_nothing():
 
 
 def test_extra_keyword_arguments_are_tolerated(telemetry):
-    spans, _ = telemetry
+    spans, _, _ = telemetry
     events.started.send(None, tokens=10, target=5, messages=2, labels={}, future="x")
     events.strategy_applied.send(None, name="x", before=10, after=4, seconds=0.0, new=1)
     events.compacted.send(None, before=10, after=4, fits=True, changed=True, extra=[1])
