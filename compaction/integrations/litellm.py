@@ -23,12 +23,15 @@ own :class:`~compaction.trigger.Compactor`, so compaction has hysteresis (compac
 extends the one before, keeping the provider's prompt cache warm. A conversation is known by
 ``litellm_session_id`` or ``metadata["session_id"]`` when the caller sets one, else by its model
 and first messages; the hook remembers at most ``max_conversations`` of them (least recently
-used are forgotten). A request that cannot be read or compacted is sent as it came: the hook
-never fails a call.
+used are forgotten). On the async path the provider's reported input tokens of each answer
+anchor the next estimate (``async_post_call_success_deployment_hook``), so the window is judged
+by the model's own tokenizer. A request that cannot be read or compacted is sent as it came:
+the hook never fails a call.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import threading
@@ -103,6 +106,8 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         Compactor(self.pipeline, window or 100_000, **self.options)
         self._compactors: OrderedDict[str, Compactor] = OrderedDict()
         self._windows: dict[str, int | None] = {}
+        # Calls sent and not yet answered: litellm_call_id -> (compactor, its call count then).
+        self._sent: OrderedDict[str, tuple[Compactor, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- the work --------------------------------------------------------------------------
@@ -189,15 +194,37 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
             return None
         messages = data["messages"]
-        compacted = await self.acompact_messages(
-            data.get("model"),  # type: ignore[arg-type]
-            messages,
-            **{k: data[k] for k in ("tools", "metadata", "litellm_session_id") if k in data},
-            custom_llm_provider=data.get("custom_llm_provider"),
-        )
-        if compacted is messages:
+        prepared = self._prepare(data.get("model"), messages, data)
+        if prepared is None:
             return None
-        return {**data, "messages": compacted}
+        compactor, converted = prepared
+        sent = await compactor.abefore_call(converted)
+        call_id = data.get("litellm_call_id")
+        if isinstance(call_id, str):
+            self._remember(call_id, compactor)
+        if not compactor.compacted:
+            return None
+        return {**data, "messages": to_openai(sent)}
+
+    def _remember(self, call_id: str, compactor: Compactor) -> None:
+        with self._lock:
+            self._sent[call_id] = (compactor, compactor.stats.calls)
+            while len(self._sent) > self.max_conversations:
+                self._sent.popitem(last=False)
+
+    def _observe(self, kwargs: Any, response: Any) -> None:
+        call_id = kwargs.get("litellm_call_id") if isinstance(kwargs, Mapping) else None
+        with self._lock:
+            entry = self._sent.pop(call_id, None) if isinstance(call_id, str) else None
+        if entry is None:
+            return
+        compactor, calls = entry
+        if compactor.stats.calls != calls:
+            return  # another request of this conversation went out since: not its answer
+        # The provider's own count of the request anchors the next estimate, so the window is
+        # judged by the model's tokenizer, not ours. A usage it cannot read anchors nothing.
+        with contextlib.suppress(TypeError, ValueError):
+            compactor.observe(getattr(response, "usage", None))
 
     # -- LiteLLM's hooks -------------------------------------------------------------------
 
@@ -206,6 +233,14 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     ) -> dict[str, Any] | None:
         """``litellm.acompletion`` and Router calls: the request with compacted messages."""
         return await self._rewrite(kwargs)  # type: ignore[no-any-return]
+
+    async def async_post_call_success_deployment_hook(
+        self, request_data: dict[str, Any], response: Any, call_type: Any
+    ) -> None:
+        """Reads the provider's input token count of a call the hook prepared (the response
+        itself is left as it is). LiteLLM runs it before ``acompletion`` returns, so the count
+        anchors the very next request of the conversation."""
+        self._observe(request_data, response)
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
