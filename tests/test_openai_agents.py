@@ -186,3 +186,12 @@ def test_wrong_arguments_say_what_is_wrong():
         CompactionFilter()
     with pytest.raises(TypeError, match="Session"):
         CompactionSession(object(), window=1000)
+
+
+def test_unreadable_input_goes_to_the_model_as_it_is():
+    flt = CompactionFilter(window=1000)
+    model_data = agents.run_config.ModelInputData(
+        input=[{"type": "function_call_output", "output": "no call id"}], instructions=None
+    )
+    data = agents.run_config.CallModelData(model_data=model_data, agent=None, context=None)
+    assert asyncio.run(flt(data)) is model_data

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._log import log
+from ..adapters import AdapterError
 from ..adapters.responses import from_responses, to_responses
 from ..messages import Message
 from ..trigger import Compactor
@@ -38,6 +40,16 @@ __all__ = ["CompactionFilter", "CompactionSession"]
 
 # Marks the system message that stands for the agent's instructions while compacting.
 _INSTRUCTIONS = "openai_agents_instructions"
+
+
+def _read(items: Any) -> tuple[Message, ...] | None:
+    # An item the adapter cannot read (a new SDK item kind, a malformed one) is no reason to
+    # end the run: the input goes to the model as it is, and the log says why.
+    try:
+        return from_responses(items)
+    except (AdapterError, TypeError, ValueError) as exc:
+        log.warning("openai_agents.unreadable_input", error=str(exc))
+        return None
 
 
 class CompactionFilter:
@@ -97,7 +109,9 @@ class CompactionFilter:
             self._with_agent_tools(data.agent)
         model_data = data.model_data
         instructions = model_data.instructions
-        messages = from_responses(model_data.input)
+        messages = _read(model_data.input)
+        if messages is None:
+            return model_data
         lead: tuple[Message, ...] = ()
         if instructions:
             lead = (Message("system", instructions, meta={_INSTRUCTIONS: True}),)
@@ -150,7 +164,10 @@ class CompactionSession:
         if items is not None:
             return list(items)
         items = list(await self.session.get_items())
-        request = await self.compactor.abefore_call(from_responses(items))
+        messages = _read(items)
+        if messages is None:
+            return items
+        request = await self.compactor.abefore_call(messages)
         if not self.compactor.compacted:
             return items
         return to_responses(request)
