@@ -52,7 +52,7 @@ def read_file(path: str) -> str:
     return f"# {path}\n" + "\n".join(f"line {i} of {path}: x = {i} * 42" for i in range(120))
 
 
-def run_agent(server, *, session, run_config=None):
+def run_agent(server, *, session, run_config=None, hooks=None):
     model = agents.OpenAIChatCompletionsModel(
         model="local-model",
         openai_client=AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0),
@@ -68,7 +68,7 @@ def run_agent(server, *, session, run_config=None):
         outputs = []
         for text in [TASK, *TURNS]:
             result = await agents.Runner.run(
-                agent, text, session=session, run_config=run_config, max_turns=20
+                agent, text, session=session, run_config=run_config, max_turns=20, hooks=hooks
             )
             outputs.append(result.final_output)
         return outputs
@@ -195,3 +195,27 @@ def test_unreadable_input_goes_to_the_model_as_it_is():
     )
     data = agents.run_config.CallModelData(model_data=model_data, agent=None, context=None)
     assert asyncio.run(flt(data)) is model_data
+
+
+def provider_tokens(body) -> int:
+    """What the local server reports as prompt_tokens (characters / 4, tests/model_server.py)."""
+    return sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4 + 1
+
+
+def test_run_hooks_anchor_the_estimate_on_the_providers_count(tmp_path):
+    with ScriptedChatServer(script()) as server:
+        session = agents.SQLiteSession("anchored", str(tmp_path / "h.db"))
+        flt = CompactionFilter(window=WINDOW, counter=COUNTER)
+        run_agent(
+            server,
+            session=session,
+            run_config=agents.RunConfig(call_model_input_filter=flt),
+            hooks=flt.run_hooks(),
+        )
+        requests = server.requests
+    assert flt.compactor.stats.anchored
+    assert flt.compactor.stats.compactions >= 1
+    for body in requests:
+        validate(from_openai(body["messages"]))
+        assert provider_tokens(body) <= WINDOW
+    check_store_complete(stored(session))

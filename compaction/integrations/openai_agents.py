@@ -23,6 +23,7 @@ message and never rewritten. A compaction that fails leaves the input as it was.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +121,26 @@ class CompactionFilter:
             return model_data
         kept = [m for m in request if not m.meta.get(_INSTRUCTIONS)]
         return ModelInputData(input=to_responses(kept), instructions=instructions)
+
+    def observe(self, usage: Any) -> None:
+        """Anchor the next estimate on the provider's count of the request last sent (a usage
+        object or dict with ``input_tokens``, or an int); a usage it cannot read is ignored."""
+        with contextlib.suppress(TypeError, ValueError):
+            self.compactor.observe(usage)
+
+    def run_hooks(self) -> Any:
+        """``RunHooks`` for ``Runner.run(..., hooks=...)`` that pass each model response's
+        usage to :meth:`observe`, so the window is judged by the model's own tokenizer. (With
+        hooks of your own, call ``observe(response.usage)`` from their ``on_llm_end``.)"""
+        from agents.lifecycle import RunHooks
+
+        observe = self.observe
+
+        class _Observe(RunHooks):  # type: ignore[misc]
+            async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                observe(getattr(response, "usage", None))
+
+        return _Observe()
 
 
 class CompactionSession:
