@@ -77,6 +77,14 @@ class CachingCounter:
             return message.tokens
         self.encoded += 1
         total = self.per_message + self.count_text(message.content)
+        meta = message.meta
+        if meta and ("openai" in meta or "anthropic" in meta or "responses" in meta):
+            # Images and documents ride in the adapters' meta; they cost what the provider
+            # bills for them, not the length of their base64 text. Imported on first use, so
+            # `import compaction` does not pay for it.
+            from .media import media_tokens
+
+            total += media_tokens(meta, message.content, self.count_text)
         if message.name:
             total += self.per_name + self.count_text(message.name)
         for call in message.tool_calls:

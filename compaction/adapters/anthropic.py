@@ -25,6 +25,7 @@ from typing import Any, Final, NamedTuple
 
 from ..messages import Message, ToolCall
 from . import AdapterError
+from ._coerce import is_model, plain, plain_blocks
 from .openai import META_KEY as OPENAI_META_KEY
 
 __all__ = ["CONTINUED", "META_KEY", "AnthropicRequest", "from_anthropic", "to_anthropic"]
@@ -139,15 +140,20 @@ def from_anthropic(
 ) -> tuple[Message, ...]:
     """Anthropic ``messages`` (and the top-level ``system``) as :class:`Message` tuples.
 
-    Raises :class:`AdapterError` naming the message and field it cannot read.
+    A message may be an SDK object (the ``Message`` a call returned, or any pydantic model with
+    ``role`` and ``content``), and content blocks may be SDK block objects: they are read
+    without the null fields ``model_dump()`` would add, and a response's own fields (``id``,
+    ``model``, ``usage``...) are not carried into the request. Raises :class:`AdapterError`
+    naming the message and field it cannot read.
     """
-    if isinstance(messages, str | bytes | Mapping):
+    if isinstance(messages, str | bytes | Mapping) or is_model(messages):
         raise AdapterError(None, None, "expected a list of message objects")
     out: list[Message] = []
     if system is not None:
-        out.append(system_from(system))
+        out.append(system_from(plain_blocks(system)))
     names: dict[str, str] = {}
     for index, raw in enumerate(messages):
+        raw = _coerced(raw)
         if not isinstance(raw, Mapping):
             raise AdapterError(index, None, f"expected a message object, got {type(raw).__name__}")
         role, content = raw.get("role"), raw.get("content")
@@ -175,6 +181,20 @@ def from_anthropic(
             hint = " (the system prompt goes in `system`)" if role == "system" else ""
             raise AdapterError(index, "role", f"expected 'user' or 'assistant', got {role!r}{hint}")
     return tuple(out)
+
+
+def _coerced(raw: Any) -> Any:
+    if is_model(raw):
+        dumped = plain(raw)
+        # A response Message also has id, type, model, stop_reason and usage: none of them
+        # belongs in a request message.
+        return {k: dumped[k] for k in ("role", "content") if k in dumped}
+    if isinstance(raw, Mapping):
+        content = raw.get("content")
+        blocks = plain_blocks(content)
+        if blocks is not content:
+            return {**raw, "content": blocks}
+    return raw
 
 
 def _record(message: Message) -> Mapping[str, Any]:

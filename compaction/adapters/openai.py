@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from ..messages import Message, ToolCall
 from . import AdapterError
+from ._coerce import first_choice, is_model, plain, plain_blocks
 
 __all__ = ["META_KEY", "from_openai", "to_openai"]
 
@@ -64,7 +65,9 @@ def _calls(raw: Any, index: int) -> tuple[ToolCall, ...]:
 
 
 def message_from_openai(raw: Any, index: int = 0) -> Message:
-    """One OpenAI message dict as a :class:`Message` (``index`` is used in errors)."""
+    """One OpenAI message (a dict, an SDK message object or a whole ``ChatCompletion``, whose
+    first choice is taken) as a :class:`Message` (``index`` is used in errors)."""
+    raw = _coerced(raw)
     if not isinstance(raw, Mapping):
         raise AdapterError(index, None, f"expected a message object, got {type(raw).__name__}")
     role = raw.get("role")
@@ -118,14 +121,36 @@ def message_from_openai(raw: Any, index: int = 0) -> Message:
     )
 
 
-def from_openai(messages: Iterable[Mapping[str, Any]]) -> tuple[Message, ...]:
+def _coerced(raw: Any) -> Any:
+    # SDK objects (ChatCompletion, ChatCompletionMessage, tool call objects inside a dict) are
+    # read as the dicts they stand for, without the null fields model_dump() would add.
+    raw = plain(first_choice(raw))
+    if not isinstance(raw, Mapping):
+        return raw
+    calls, content = raw.get("tool_calls"), raw.get("content")
+    if (isinstance(calls, list) and any(is_model(c) for c in calls)) or plain_blocks(
+        content
+    ) is not content:
+        raw = dict(raw)
+        if isinstance(calls, list):
+            raw["tool_calls"] = [plain(c) for c in calls]
+        raw["content"] = plain_blocks(content)
+    return raw
+
+
+def from_openai(messages: Iterable[Any]) -> tuple[Message, ...]:
     """OpenAI chat-completions ``messages`` as :class:`Message` tuples.
 
-    ``developer`` becomes ``system`` (the original role is remembered); content parts are
-    joined into the text (text parts only) and kept whole in ``meta["openai"]``.
-    Raises :class:`AdapterError` naming the message and field it cannot read.
+    Each item may be a message dict, an SDK object (``ChatCompletionMessage``, or a
+    ``ChatCompletion``, read as its first choice's message) or any pydantic model of that
+    shape; a single ``ChatCompletion`` is accepted in place of the list. ``developer`` becomes
+    ``system`` (the original role is remembered); content parts are joined into the text
+    (text parts only) and kept whole in ``meta["openai"]``. Raises :class:`AdapterError`
+    naming the message and field it cannot read.
     """
-    if isinstance(messages, str | bytes | Mapping):
+    if is_model(messages) and hasattr(messages, "choices"):
+        messages = [messages]
+    if isinstance(messages, str | bytes | Mapping) or is_model(messages):
         raise AdapterError(None, None, "expected a list of message objects")
     return tuple(message_from_openai(m, i) for i, m in enumerate(messages))
 

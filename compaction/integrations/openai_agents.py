@@ -1,0 +1,220 @@
+"""The OpenAI Agents SDK: compact what the runner sends, keep every raw item stored.
+
+Two drop-ins, usable together (``pip install 'compaction[openai-agents]'``):
+
+- :class:`CompactionFilter`, a ``RunConfig(call_model_input_filter=...)``. The runner calls it
+  immediately before **every** model call, inside the tool loop, with the whole input (session
+  history, the new input and the items of this run); it hands back a compacted input and the
+  instructions unchanged. This is the one that keeps a long tool loop inside the window.
+- :class:`CompactionSession`, a wrapper around any ``Session`` (``SQLiteSession``, Redis,
+  SQLAlchemy...). Reading the whole history (what the runner does to build a run's input)
+  returns it compacted; everything else goes to the wrapped session untouched, so the raw items
+  stay stored there, complete. Reads with a ``limit`` return the wrapped session's raw tail:
+  the runner uses them to check what it stored, and a compacted view would not match.
+
+Both keep their own :class:`~compaction.trigger.Compactor` (one conversation each: use one
+filter per run or agent, and one wrapper per session), so between compactions every request
+extends the last and the provider's prompt cache stays warm. Items go through
+:mod:`compaction.adapters.responses`: a step (reasoning, text and its calls) is kept or dropped
+whole, every call keeps its output, and items nothing rewrote are passed back as the very same
+objects, as the SDK asks of input filters. The agent's instructions are counted as a system
+message and never rewritten. A compaction that fails leaves the input as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from .._log import log
+from ..adapters import AdapterError
+from ..adapters.responses import from_responses, to_responses
+from ..messages import Message
+from ..trigger import Compactor
+from ._compactor import build_compactor
+
+if TYPE_CHECKING:
+    from ..pipeline import CompactionPipeline
+
+__all__ = ["CompactionFilter", "CompactionSession"]
+
+# Marks the system message that stands for the agent's instructions while compacting.
+_INSTRUCTIONS = "openai_agents_instructions"
+
+
+def _read(items: Any) -> tuple[Message, ...] | None:
+    # An item the adapter cannot read (a new SDK item kind, a malformed one) is no reason to
+    # end the run: the input goes to the model as it is, and the log says why.
+    try:
+        return from_responses(items)
+    except (AdapterError, TypeError, ValueError) as exc:
+        log.warning("openai_agents.unreadable_input", error=str(exc))
+        return None
+
+
+class CompactionFilter:
+    """A ``call_model_input_filter`` that compacts the model input before every call.
+
+    Give it a ready :class:`~compaction.trigger.Compactor`, or ``window`` (the model's context
+    window in tokens) with an optional ``pipeline`` (default: tool results, sliding window,
+    extractive summary) and any other :class:`~compaction.trigger.Compactor` option
+    (``compact_at``, ``compact_to``, ``counter``, ``tools``, ``labels``, ``min_saving``).
+    Without ``tools``, the function tools of the agent being run are counted (their schemas
+    travel with every request).
+    """
+
+    def __init__(
+        self,
+        compactor: Compactor | None = None,
+        *,
+        window: int | None = None,
+        pipeline: CompactionPipeline | None = None,
+        **options: Any,
+    ) -> None:
+        self.compactor = build_compactor(compactor, window, pipeline, options)
+        # Without tools= the agent's own function tools are counted, as the runner sends their
+        # schemas with every request: known only at the first call.
+        self._learn_tools = compactor is None and "tools" not in options
+
+    def _with_agent_tools(self, agent: Any) -> None:
+        self._learn_tools = False
+        schemas = [
+            {
+                "type": "function",
+                "name": tool.name,
+                "description": getattr(tool, "description", "") or "",
+                "parameters": tool.params_json_schema,
+            }
+            for tool in getattr(agent, "tools", None) or ()
+            if isinstance(getattr(tool, "params_json_schema", None), Mapping)
+        ]
+        if schemas:
+            old = self.compactor
+            self.compactor = Compactor(
+                old.pipeline,
+                old.window,
+                old.compact_at,
+                old.compact_to,
+                old.counter,
+                schemas,
+                labels=old.labels,
+                min_saving=old.min_saving,
+            )
+
+    async def __call__(self, data: Any) -> Any:
+        """Called by the runner with a ``CallModelData``; returns a ``ModelInputData``."""
+        from agents.run_config import ModelInputData
+
+        if self._learn_tools:
+            self._with_agent_tools(data.agent)
+        model_data = data.model_data
+        instructions = model_data.instructions
+        messages = _read(model_data.input)
+        if messages is None:
+            return model_data
+        lead: tuple[Message, ...] = ()
+        if instructions:
+            lead = (Message("system", instructions, meta={_INSTRUCTIONS: True}),)
+        request = await self.compactor.abefore_call(lead + messages)
+        if not self.compactor.compacted:
+            return model_data
+        kept = [m for m in request if not m.meta.get(_INSTRUCTIONS)]
+        return ModelInputData(input=to_responses(kept), instructions=instructions)
+
+    def observe(self, usage: Any) -> None:
+        """Anchor the next estimate on the provider's count of the request last sent (a usage
+        object or dict with ``input_tokens``, or an int); a usage it cannot read is ignored."""
+        with contextlib.suppress(TypeError, ValueError):
+            self.compactor.observe(usage)
+
+    def run_hooks(self) -> Any:
+        """``RunHooks`` for ``Runner.run(..., hooks=...)`` that pass each model response's
+        usage to :meth:`observe`, so the window is judged by the model's own tokenizer. (With
+        hooks of your own, call ``observe(response.usage)`` from their ``on_llm_end``.)"""
+        from agents.lifecycle import RunHooks
+
+        observe = self.observe
+
+        class _Observe(RunHooks):  # type: ignore[misc]
+            async def on_llm_end(self, context: Any, agent: Any, response: Any) -> None:
+                observe(getattr(response, "usage", None))
+
+        return _Observe()
+
+
+class CompactionSession:
+    """Any Agents SDK ``Session``, handing the runner its history compacted.
+
+    ``session`` is the session that stores the items (it keeps them all, raw); the other
+    arguments are those of :class:`CompactionFilter`. Attributes the wrapper does not define
+    (``close()``, a store's own methods) are the wrapped session's.
+    """
+
+    def __init__(
+        self,
+        session: Any,
+        compactor: Compactor | None = None,
+        *,
+        window: int | None = None,
+        pipeline: CompactionPipeline | None = None,
+        **options: Any,
+    ) -> None:
+        for method in ("get_items", "add_items", "pop_item", "clear_session"):
+            if not callable(getattr(session, method, None)):
+                raise TypeError(
+                    f"session must be an Agents SDK Session (it has no {method}()), got "
+                    f"{type(session).__name__}"
+                )
+        self.session = session
+        self.compactor = build_compactor(compactor, window, pipeline, options)
+
+    @property
+    def session_id(self) -> str:
+        """The wrapped session's id."""
+        return str(self.session.session_id)
+
+    @property
+    def session_settings(self) -> Any:
+        """The wrapped session's settings (``SessionSettings`` or None)."""
+        return getattr(self.session, "session_settings", None)
+
+    async def get_items(self, limit: int | None = None) -> list[Any]:
+        """The history, compacted; with ``limit``, the wrapped session's raw latest items."""
+        items = await self.session.get_items(limit) if limit is not None else None
+        if items is not None:
+            return list(items)
+        items = list(await self.session.get_items())
+        messages = _read(items)
+        if messages is None:
+            return items
+        request = await self.compactor.abefore_call(messages)
+        if not self.compactor.compacted:
+            return items
+        return to_responses(request)
+
+    async def add_items(self, items: list[Any]) -> None:
+        """Stored, raw, in the wrapped session."""
+        await self.session.add_items(items)
+
+    async def pop_item(self) -> Any:
+        """The wrapped session's latest item, removed from it."""
+        item = await self.session.pop_item()
+        # The stored history no longer extends what the compactor mapped.
+        self.compactor.reset()
+        return item
+
+    async def clear_session(self) -> None:
+        """Clear the wrapped session (and forget its compacted view)."""
+        await self.session.clear_session()
+        self.compactor.reset()
+
+    def __getattr__(self, name: str) -> Any:
+        # Only public names: the runner probes private hooks (_get_items_with_generation...)
+        # that would bypass the compacted read if they were passed through.
+        if name.startswith("_") or name == "session":
+            raise AttributeError(name)
+        return getattr(self.session, name)
+
+    def __repr__(self) -> str:
+        return f"CompactionSession({self.session!r}, {self.compactor!r})"
