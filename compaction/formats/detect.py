@@ -143,6 +143,10 @@ def _loads(text: str) -> Any:
     except RecursionError:
         # json's own parser gives up on very deep nesting; same answer as check_tree.
         raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", text, 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer of more than 4300 digits, say
+        raise json.JSONDecodeError(" ".join(str(exc).split()), text, 0) from None
 
 
 def parse_text(text: str, path: str | Path) -> Document:
