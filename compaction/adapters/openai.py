@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from ..messages import Message, ToolCall
 from . import AdapterError
+from .rekey import rekey
 
 __all__ = ["META_KEY", "from_openai", "to_openai"]
 
@@ -127,7 +128,8 @@ def from_openai(messages: Iterable[Mapping[str, Any]]) -> tuple[Message, ...]:
     """
     if isinstance(messages, str | bytes | Mapping):
         raise AdapterError(None, None, "expected a list of message objects")
-    return tuple(message_from_openai(m, i) for i, m in enumerate(messages))
+    # A call id reused by a later message is given a fresh one (meta["rekeyed"] says so).
+    return rekey([message_from_openai(m, i) for i, m in enumerate(messages)])
 
 
 def _record(message: Message) -> Mapping[str, Any]:
