@@ -237,3 +237,46 @@ def test_parallel_jobs_keep_order_and_isolate_errors(tmp_path: Path) -> None:
             out_parallel / f"{name}.json"
         ).read_bytes()
     assert "Traceback" not in parallel.stderr
+
+
+def _written_counts(out: Path) -> dict[str, int]:
+    counted = run("count", str(out), "--json")
+    assert counted.returncode == 0, counted.stderr
+    return {f["file"]: f["total"] for f in json.loads(counted.stdout)["files"]}
+
+
+def test_the_target_holds_for_the_file_as_written(tmp_path: Path) -> None:
+    # Anthropic's shape counts differently (turns merged, results inside user messages): the
+    # target and the report are about the file written, as `compaction count` reads it.
+    out = tmp_path / "out.json"
+    result = run(
+        "compact", str(EXAMPLE), "--target", "4000", "--to", "anthropic", "-o", str(out), "--json"
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    counted = run("count", str(out), "--json")
+    total = json.loads(counted.stdout)["total"]
+    assert total == report["tokens_after"] <= 4000
+
+
+@pytest.mark.transcripts
+@pytest.mark.parametrize(
+    ("target", "shape"), [(4000, "anthropic"), (20000, "openai"), (20000, None)]
+)
+def test_real_transcripts_fit_as_written(
+    transcripts_dir: Path, tmp_path: Path, target: int, shape: str | None
+) -> None:
+    out = tmp_path / "out"
+    to = ["--to", shape] if shape else []
+    result = run(
+        "compact", str(transcripts_dir), "--target", str(target), *to, "-o", f"{out}/",
+        "--json", "-j", "2",
+    )  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr
+    report = json.loads(result.stdout)
+    assert {f["format"] for f in report["files"]} >= {"claude-code", "mini-swe-agent", "swe-agent"}
+    assert not report["problems"]
+    written = _written_counts(out)
+    for f in report["files"]:
+        assert written[f["output"]] == f["tokens_after"], f["file"]
+        assert f["fits"] == (f["tokens_after"] <= target)
