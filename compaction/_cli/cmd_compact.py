@@ -9,7 +9,6 @@ the report and the conversation never share a stream.
 from __future__ import annotations
 
 import math
-import os
 import sys
 from fractions import Fraction
 from functools import partial
@@ -18,8 +17,17 @@ from types import SimpleNamespace
 from typing import Any
 
 from .batch import Batch
+from .destinations import (
+    check_collisions,
+    collision,
+    destination,
+    fit_written,
+    in_directory,
+    same_file,
+    write,
+)
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import STDIO, Source, load, output_format, serialize, write_atomic, write_stdout
+from .inputs import STDIO, Source, load, output_format, write_stdout
 from .ladder import cached, counter_label, ladder_names
 from .render import Table, dump_json, render, say
 
@@ -82,117 +90,15 @@ def _steps(names: list[str], result: Any) -> list[dict[str, Any]]:
     return steps
 
 
-_CONVERTED = (".jsonl", ".traj")
-
-
-def _in_directory(args: Any, single: bool) -> bool:
-    """True when ``-o`` names a directory: several inputs, a path ending in ``/``, or an
-    existing directory."""
-    out = args.output
-    if not out or out == STDIO:
-        return False
-    return not single or out.endswith(("/", os.sep)) or Path(out).is_dir()
-
-
-def _destination(args: Any, source: Source, single: bool, loaded: Any) -> Path | None:
-    if args.dry_run or not args.output or args.output == STDIO:
-        return None
-    out = Path(args.output)
-    if not _in_directory(args, single):
-        return out
-    relative = out / source.relative
-    # JSONL stays JSONL only when written back in its own format (see formats.dumps).
-    jsonl = loaded.container == "jsonl" and output_format(loaded, args.to) == loaded.format
-    if relative.suffix in _CONVERTED and not jsonl:
-        relative = relative.with_suffix(".json")
-    return relative
-
-
-def _check_collisions(args: Any, sources: list[Source]) -> None:
-    """Refuse, before anything is read, two inputs whose results would land on one path.
-
-    A result's name is its input's path below the directory it was found in (its base name
-    when named on the command line), with ``.jsonl``/``.traj`` becoming ``.json`` when the
-    shape changes; that is only known after reading, so both spellings are assumed possible.
-    """
-    seen: dict[Path, Source] = {}
-    out = Path(args.output)
-    for source in sources:
-        relative = source.relative
-        keys = {relative}
-        if relative.suffix in _CONVERTED:
-            keys.add(relative.with_suffix(".json"))
-        for key in keys:
-            other = seen.get(key)
-            if other is not None:
-                raise CliError(
-                    f"{other.path} and {source.path} would both be written to {out / key}; "
-                    "rename one, compact them separately, or pass their common directory "
-                    "(results mirror the paths below it)"
-                )
-            seen[key] = source
-
-
-def _same_file(dest: Path, source: Path) -> bool:
-    try:
-        return dest.exists() and dest.samefile(source)
-    except OSError:
-        return False
-
-
-def _write(dest: Path, data: bytes) -> bool:
-    write_atomic(dest, data)
-    return True
-
-
-def _collision(first: str, source: Source, dest: str) -> None:
-    raise CliError(f"{first} and {source.path} would both be written to {dest}; not overwritten")
-
-
-def _count_written(data: bytes, counter: Any) -> int:
-    """Tokens of the file as written, read back as ``compaction count`` reads it: the shape
-    changes what is counted (Anthropic merges turns and carries tool results in user
-    messages), and the target is a promise about the file."""
-    from ..formats import loads
-
-    return int(counter.count_messages(loads(data, "<output>").messages))
-
-
-#: Rounds of tightening the target when the written shape counts more than the neutral one.
-_FIT_ROUNDS = 6
-
-
-def _fit_written(
-    pipeline: Any, loaded: Any, target: int, counter: Any, to: str | None
-) -> tuple[Any, bytes, int]:
-    """Compact so that the file *as written* fits ``target``; answer the result, its bytes and
-    their token count. Each round aims lower by what the shape added last time."""
-    aim = target
-    best: tuple[Any, bytes, int] | None = None
-    for _ in range(_FIT_ROUNDS):
-        result = pipeline.compact(loaded.messages, target=aim, counter=counter)
-        data = serialize(result.messages, loaded, to)
-        written = _count_written(data, counter)
-        if best is None or written < best[2]:
-            best = (result, data, written)
-        if written <= target or not result.fits:
-            break
-        aim -= max(1, written - target)
-        if aim <= 0:
-            break
-    assert best is not None
-    return best
-
-
 def compact_file(source: Source, options: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     """One file compacted: its report and the bytes to write (run in a worker with ``-j``)."""
     args = SimpleNamespace(**options)
     counter = cached("counter", args.counter, args.encoding)
     pipeline = cached("ladder", args.ladder, args.config, args.counter, args.encoding)
     loaded = load(source)
-    result, data, written = _fit_written(pipeline, loaded, args.target, counter, args.to)
-    dest = _destination(args, source, args.single, loaded)
-    if dest is not None and _same_file(dest, source.path):
+    result, data, written = fit_written(pipeline, loaded, args.target, counter, args.to)
+    dest = destination(args, source, args.single, loaded)
+    if dest is not None and same_file(dest, source.path):
         raise CliError(
             f"-o {dest} is the input file itself; write the result elsewhere "
             "(the input is the full record and is left as it is)"
@@ -347,11 +253,11 @@ def run(args: Any) -> int:
         raise CliError("-o and --dry-run exclude each other")
     if not single and to_stdout:
         raise CliError("several inputs: give -o DIR for the results, or --dry-run")
-    if _in_directory(args, single):
+    if in_directory(args, single):
         existing = Path(args.output)
         if existing.exists() and not existing.is_dir():
             raise CliError(f"-o {args.output}: several inputs need a directory, not a file")
-        _check_collisions(args, batch.sources)
+        check_collisions(args, batch.sources)
     options = {
         k: getattr(args, k)
         for k in ("counter", "encoding", "ladder", "config", "to", "output", "dry_run")
@@ -367,9 +273,9 @@ def run(args: Any) -> int:
                 write_stdout(data)
             elif dest is not None:
                 if dest in written:  # never overwrite a result of this run
-                    batch.attempt(source, partial(_collision, written[dest], source, dest))
+                    batch.attempt(source, partial(collision, written[dest], source, dest))
                     continue
-                if batch.attempt(source, partial(_write, Path(dest), data)) is None:
+                if batch.attempt(source, partial(write, Path(dest), data)) is None:
                     continue
                 written[dest] = str(source.path)
             reports.append(report)
