@@ -79,19 +79,33 @@ def test_non_regular_destinations_are_refused_and_left_alone(tmp_path: Path) -> 
 
 
 def test_stdout_to_dev_full_is_reported(tmp_path: Path) -> None:
-    with open("/dev/full", "wb") as full:
-        proc = subprocess.run(
-            [*CLI, *COMPACT],
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(),
-            timeout=120,
-        )
-    assert proc.returncode == 2, proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert "no space left on device" in proc.stderr.lower()
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    store = _session_store(tmp_path)
+    for args in (
+        COMPACT,
+        ["count", str(EXAMPLE), "--counter", "approx"],
+        ["count", str(EXAMPLE), "--counter", "approx", "--json"],
+        ["strategies"],
+        ["session", "export", "chat", "-", "--store", str(store)],
+    ):
+        with open("/dev/full", "wb") as full:
+            proc = subprocess.run(
+                [*CLI, *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=_env(),
+                timeout=120,
+            )
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr == "compaction: error: <stdout>: no space left on device\n", proc.stderr
+
+
+def test_session_export_to_stdout(tmp_path: Path) -> None:
+    store = _session_store(tmp_path)
+    result = run("session", "export", "chat", "-", "--store", str(store))
+    assert result.returncode == 0, result.stderr
+    exported = json.loads(result.stdout)
+    assert exported["format"] == "compaction.session.export"
 
 
 _LIMITED = """
