@@ -155,6 +155,7 @@ def test_a_full_tmpfs_is_reported(tmp_path: Path) -> None:
         result = run(*COMPACT, "-o", str(mnt / "out.json"))
         line = one_line_error(result)
         assert "no space left on device" in line.lower(), line
+        assert f"{mnt / 'out.json'}: " in line and ".tmp" not in line  # the file asked for
         assert list(mnt.iterdir()) == []
     finally:
         subprocess.run(["umount", str(mnt)], check=True)

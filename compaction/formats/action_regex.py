@@ -152,6 +152,10 @@ def _bounded(pattern: str, texts: Sequence[str], path: str | Path) -> list[Actio
             timeout=SECONDS,
             check=False,
         )
+    except OSError as exc:  # no interpreter to start (an embedded Python, say)
+        raise FormatError(
+            path, f"{_FIELD}: cannot run the file's own pattern in a separate process ({exc})"
+        ) from None
     except subprocess.TimeoutExpired:
         raise FormatError(
             path,
