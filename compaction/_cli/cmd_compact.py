@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from .._atomic import check_destination
 from .batch import Batch
 from .destinations import (
     check_collisions,
@@ -258,6 +259,8 @@ def run(args: Any) -> int:
         if existing.exists() and not existing.is_dir():
             raise CliError(f"-o {args.output}: several inputs need a directory, not a file")
         check_collisions(args, batch.sources)
+    elif args.output and args.output != STDIO:
+        check_destination(args.output)  # a device, FIFO or symlink: refused before any work
     options = {
         k: getattr(args, k)
         for k in ("counter", "encoding", "ladder", "config", "to", "output", "dry_run")
