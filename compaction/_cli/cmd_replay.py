@@ -14,7 +14,7 @@ from typing import Any
 
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import Source, load
+from .inputs import STDIO, Source, load
 from .ladder import build_ladder, cached, counter_label
 from .render import Table, dump_json, render, say
 
@@ -179,6 +179,8 @@ def run(args: Any) -> int:
     _compactor(build_ladder(args.ladder, args.config, counter), options, counter, None, None)
     batch = Batch(args.files, "replaying", args.jobs, args.verbose)
     single = batch.single
+    if args.plot == STDIO:
+        raise CliError("--plot writes a PNG file: give a file name, not '-'")
     if args.plot and not single:
         raise CliError("--plot draws one transcript: give a single FILE")
     with batch:
