@@ -12,6 +12,7 @@ from pathlib import Path
 
 import attrs
 
+from compaction.adapters.rekey import rekey
 from compaction.messages import Message
 from compaction.tokens import TiktokenCounter
 from compaction.validate import problems
@@ -90,7 +91,8 @@ def concatenation(cases: Sequence[Case], *, parts: int = 3) -> Case | None:
         while part and part[0].role == "system":
             part.pop(0)
         messages.extend(part)
-    joined = tuple(messages)
+    # Separate runs reuse tool-call ids (``call_1`` in each); one conversation may not.
+    joined = rekey(messages)
     found = problems(joined)
     if found:
         raise ValueError(f"the concatenation of {[c.name for c in chosen]} is invalid: {found[0]}")

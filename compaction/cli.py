@@ -8,11 +8,15 @@ software error), and the traceback with ``--debug``.
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Sequence
 
+from ._cli.batch import WorkerBug
 from ._cli.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, CliError, describe
+from ._cli.inputs import STDOUT_NAME
+from ._cli.logs import configure_logging
 
 __all__ = ["main"]
 
@@ -25,6 +29,16 @@ _COMMANDS = {
 }
 
 
+def _discard_stdout() -> None:
+    """Point stdout at the null device, dropping what is still buffered for it."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
     from importlib import import_module
@@ -35,6 +49,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ._cli.parser import build_parser
 
         args = build_parser().parse_args(args_list)
+        configure_logging(getattr(args, "verbose", 0))
         command = import_module(_COMMANDS[args.command])
         return int(command.run(args))
     except KeyboardInterrupt:
@@ -42,9 +57,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # The reader of our stdout went away (``| head``): nothing left to tell anyone.
+        _discard_stdout()
         sys.stderr.close()
         return 0
     except Exception as exc:
+        if isinstance(exc, OSError) and exc.filename == STDOUT_NAME:
+            _discard_stdout()  # or the interpreter fails again flushing it at exit
+        if isinstance(exc, WorkerBug) and debug:
+            print(exc.detail, file=sys.stderr, end="")
         message = describe(exc)
         if message is not None:
             print(f"compaction: error: {message}", file=sys.stderr)

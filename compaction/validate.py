@@ -28,6 +28,9 @@ class InvalidConversationError(ValueError):
 def problems(messages: Sequence[Message]) -> list[InvalidConversationError]:
     """Every problem in ``messages``, in order (empty when valid)."""
     found: list[InvalidConversationError] = []
+    # Providers match results to calls by id, and Anthropic refuses two tool_use blocks with
+    # one id anywhere in a request: an id belongs to one call in the whole conversation.
+    first_use: dict[str, int] = {}
     n = len(messages)
     i = 0
     while i < n and messages[i].role == "system":
@@ -55,6 +58,16 @@ def problems(messages: Sequence[Message]) -> list[InvalidConversationError]:
                     found.append(
                         InvalidConversationError(i, f"tool call id {call.id!r} used twice")
                     )
+                elif call.id in first_use:
+                    found.append(
+                        InvalidConversationError(
+                            i,
+                            f"tool call id {call.id!r} is already used by message "
+                            f"{first_use[call.id]} (ids must be unique in a conversation)",
+                        )
+                    )
+                else:
+                    first_use[call.id] = i
                 wanted[call.id] = call.name
             answered: set[str] = set()
             j = i + 1

@@ -493,16 +493,19 @@ def test_window_times_ratio_is_exact(capsys: pytest.CaptureFixture[str]) -> None
     assert json.loads(result.stdout)["target"] == window * 2 // 5
 
 
-def test_output_through_a_symlink_replaces_the_file_it_points_to(tmp_path) -> None:
-    from compaction._atomic import write_atomic
+def test_output_through_a_symlink_is_refused_and_the_link_kept(tmp_path) -> None:
+    # A symlink at the destination is never followed nor replaced (issue 13): someone else
+    # may have pointed it at a file of ours.
+    from compaction._atomic import NotRegularFileError, write_atomic
 
     real = tmp_path / "real.json"
     real.write_bytes(b"old")
     link = tmp_path / "link.json"
     link.symlink_to(real)
-    write_atomic(link, b"new")
+    with pytest.raises(NotRegularFileError):
+        write_atomic(link, b"new")
     assert link.is_symlink()
-    assert real.read_bytes() == b"new"
+    assert real.read_bytes() == b"old"
 
 
 def test_python_dash_m_compaction_is_the_command() -> None:

@@ -11,16 +11,28 @@ from __future__ import annotations
 import math
 import sys
 from fractions import Fraction
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+from .._atomic import check_destination
 from .batch import Batch
+from .destinations import (
+    check_collisions,
+    collision,
+    destination,
+    fit_written,
+    in_directory,
+    same_file,
+    write,
+)
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import Source, load, output_format, serialize, write_atomic
-from .ladder import build_counter, build_ladder, counter_label, ladder_names
+from .inputs import STDIO, Source, load, output_format, write_stdout
+from .ladder import cached, counter_label, ladder_names
 from .render import Table, dump_json, render, say
 
-__all__ = ["run"]
+__all__ = ["compact_file", "run"]
 
 DEFAULT_RATIO = 0.4
 
@@ -79,25 +91,25 @@ def _steps(names: list[str], result: Any) -> list[dict[str, Any]]:
     return steps
 
 
-def _destination(args: Any, source: Source, single: bool, loaded: Any) -> Path | None:
-    if args.dry_run or not args.output:
-        return None
-    out = Path(args.output)
-    if single and not out.is_dir():
-        return out
-    relative = out / source.relative
-    # JSONL stays JSONL only when written back in its own format (see formats.dumps).
-    jsonl = loaded.container == "jsonl" and output_format(loaded, args.to) == loaded.format
-    if relative.suffix in {".jsonl", ".traj"} and not jsonl:
-        relative = relative.with_suffix(".json")
-    return relative
-
-
-def _same_file(dest: Path, source: Path) -> bool:
-    try:
-        return dest.exists() and dest.samefile(source)
-    except OSError:
-        return False
+def compact_file(source: Source, options: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """One file compacted: its report and the bytes to write (run in a worker with ``-j``)."""
+    args = SimpleNamespace(**options)
+    counter = cached("counter", args.counter, args.encoding)
+    pipeline = cached("ladder", args.ladder, args.config, args.counter, args.encoding)
+    loaded = load(source)
+    result, data, written = fit_written(pipeline, loaded, args.target, counter, args.to)
+    dest = destination(args, source, args.single, loaded)
+    if dest is not None and same_file(dest, source.path):
+        raise CliError(
+            f"-o {dest} is the input file itself; write the result elsewhere "
+            "(the input is the full record and is left as it is)"
+        )
+    report = _report(source, loaded, result, ladder_names(pipeline), args, counter, dest)
+    report.update(
+        target=args.target, tokens_after=written, fits=written <= args.target,
+        saved=result.before - written, tokens_after_neutral=result.after,
+    )  # fmt: skip
+    return report, data
 
 
 def _report(
@@ -112,7 +124,7 @@ def _report(
     return {
         "file": str(source.path),
         "format": loaded.format,
-        "output": str(dest) if dest else ("-" if not (args.dry_run or args.output) else None),
+        "output": str(dest) if dest else (None if args.dry_run else STDIO),
         "output_format": output_format(loaded, args.to),
         "counter": counter_label(counter),
         "target": result.target,
@@ -143,6 +155,12 @@ def _print_single(report: dict[str, Any]) -> None:
         err,
     )
     say(f"counter: {report['counter']}   target: {report['target']:,} tokens", err)
+    if report["tokens_after_neutral"] != report["tokens_after"]:
+        say(
+            f"counted as written ({report['output_format']}): {report['tokens_after']:,} "
+            f"tokens (the ladder's own count: {report['tokens_after_neutral']:,})",
+            err,
+        )
     for repair in report["repairs"]:
         say(f"repaired while reading: {repair}", err)
     table = Table(
@@ -222,50 +240,48 @@ def _print_summary(reports: list[dict[str, Any]]) -> None:
 
 
 def run(args: Any) -> int:
-    counter = build_counter(args.counter, args.encoding)
     target = _target(args)
-    pipeline = build_ladder(args.ladder, args.config, counter)
-    names = ladder_names(pipeline)
-    batch = Batch(args.files, "compacting")
+    # Built here so that a bad key or config fails before any file is read.
+    cached("ladder", args.ladder, args.config, args.counter, args.encoding)
+    batch = Batch(args.files, "compacting", args.jobs, args.verbose)
     single = batch.single
-    if args.json and not (args.output or args.dry_run):
+    to_stdout = not args.dry_run and (not args.output or args.output == STDIO)
+    if args.json and to_stdout:
         raise CliError(
             "--json prints the report on stdout: give -o for the conversation, or --dry-run"
         )
     if args.output and args.dry_run:
         raise CliError("-o and --dry-run exclude each other")
-    if not single:
-        if not (args.output or args.dry_run):
-            raise CliError("several inputs: give -o DIR for the results, or --dry-run")
-        if args.output and Path(args.output).is_file():
+    if not single and to_stdout:
+        raise CliError("several inputs: give -o DIR for the results, or --dry-run")
+    if in_directory(args, single):
+        existing = Path(args.output)
+        if existing.exists() and not existing.is_dir():
             raise CliError(f"-o {args.output}: several inputs need a directory, not a file")
+        check_collisions(args, batch.sources)
+    elif args.output and args.output != STDIO:
+        check_destination(args.output)  # a device, FIFO or symlink: refused before any work
+    options = {
+        k: getattr(args, k)
+        for k in ("counter", "encoding", "ladder", "config", "to", "output", "dry_run")
+    }
+    options.update(target=target, single=single)
 
     reports: list[dict[str, Any]] = []
+    written: dict[str, str] = {}
     with batch:
-        for source in batch:
-
-            def compact(source: Source = source) -> tuple[Any, Any, bytes, Path | None]:
-                loaded = load(source.path)
-                result = pipeline.compact(loaded.messages, target=target, counter=counter)
-                data = serialize(result.messages, loaded, args.to)
-                dest = _destination(args, source, single, loaded)
-                if dest is not None and _same_file(dest, source.path):
-                    raise CliError(
-                        f"-o {dest} is the input file itself; write the result elsewhere "
-                        "(the input is the full record and is left as it is)"
-                    )
-                return loaded, result, data, dest
-
-            done = batch.attempt(source, compact)
-            if done is None:
-                continue
-            loaded, result, data, dest = done
-            if dest is not None:
-                write_atomic(dest, data)
-            elif single and not args.dry_run:
-                sys.stdout.buffer.write(data)
-                sys.stdout.flush()
-            reports.append(_report(source, loaded, result, names, args, counter, dest))
+        for source, (report, data) in batch.run(compact_file, options):
+            dest = report["output"]
+            if dest == STDIO:
+                write_stdout(data)
+            elif dest is not None:
+                if dest in written:  # never overwrite a result of this run
+                    batch.attempt(source, partial(collision, written[dest], source, dest))
+                    continue
+                if batch.attempt(source, partial(write, Path(dest), data)) is None:
+                    continue
+                written[dest] = str(source.path)
+            reports.append(report)
 
     problems = batch.problems
     if single:

@@ -8,16 +8,15 @@ text of the calls' arguments.
 from __future__ import annotations
 
 import sys
-from functools import partial
 from typing import Any
 
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK
 from .inputs import load
-from .ladder import build_counter, counter_label
+from .ladder import cached, counter_label
 from .render import Table, dump_json, render, say
 
-__all__ = ["count_messages", "run"]
+__all__ = ["count_file", "count_messages", "run"]
 
 _PREVIEW = 60
 
@@ -154,22 +153,21 @@ def _print_summary(reports: list[dict[str, Any]], counter: str) -> None:
     render(table)
 
 
+def count_file(source: Any, counter_kind: str, encoding: str | None, top: int) -> dict[str, Any]:
+    """The report for one file (run in a worker process with ``-j``)."""
+    counter = cached("counter", counter_kind, encoding)
+    loaded = load(source)
+    report = {"file": str(source.path), "format": loaded.format, "counter": counter_label(counter)}
+    report.update(count_messages(loaded.messages, counter, top))
+    return report
+
+
 def run(args: Any) -> int:
-    counter = build_counter(args.counter, args.encoding)
-    batch = Batch(args.files, "counting")
+    counter = cached("counter", args.counter, args.encoding)
+    batch = Batch(args.files, "counting", args.jobs, args.verbose)
     single = batch.single
-    reports: list[dict[str, Any]] = []
     with batch:
-        for source in batch:
-            loaded = batch.attempt(source, partial(load, source.path))
-            if loaded is not None:
-                report = {
-                    "file": str(source.path),
-                    "format": loaded.format,
-                    "counter": counter_label(counter),
-                }
-                report.update(count_messages(loaded.messages, counter, args.top))
-                reports.append(report)
+        reports = [r for _, r in batch.run(count_file, args.counter, args.encoding, args.top)]
     if args.json:
         if single:
             dump_json(reports[0])

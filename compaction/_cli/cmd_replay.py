@@ -14,29 +14,40 @@ from typing import Any
 
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import Source, load
-from .ladder import build_counter, build_ladder, counter_label
+from .inputs import STDIO, Source, load
+from .ladder import build_ladder, cached, counter_label
 from .render import Table, dump_json, render, say
 
-__all__ = ["run"]
+__all__ = ["replay_file", "run"]
 
 
-def _replay(loaded: Any, args: Any, counter: Any) -> tuple[list[Any], Any]:
+def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
+    """The report for one file (run in a worker process with ``-j``)."""
+    import math
+
     from ..replay import ReplayTotals, replay
-    from ..trigger import Compactor
 
-    pipeline = build_ladder(args.ladder, args.config, counter)
+    counter = cached("counter", options["counter"], options["encoding"])
+    pipeline = build_ladder(options["ladder"], options["config"], counter)
+    loaded = load(source)
     tools = (getattr(loaded, "extra", None) or {}).get("tools")
-    compactor = Compactor(
-        pipeline,
-        args.window,
-        compact_at=args.compact_at,
-        compact_to=args.compact_to,
-        counter=counter,
-        tools=tools if isinstance(tools, list) else None,
+    window = options["window"]
+    compactor = _compactor(
+        pipeline, options, counter, tools if isinstance(tools, list) else None, str(source.path)
     )
     records = list(replay(loaded.messages, compactor))
-    return records, ReplayTotals.of(records)
+    calls = [_record(r) for r in records]
+    return {
+        "file": str(source.path),
+        "format": loaded.format,
+        "counter": counter_label(counter),
+        "window": window,
+        "compact_at": math.ceil(options["compact_at"] * window),
+        "compact_to": math.floor(options["compact_to"] * window),
+        "fits": all(c["tokens_sent"] <= window for c in calls),
+        "calls": calls,
+        "totals": _totals(ReplayTotals.of(records)),
+    }
 
 
 def _record(r: Any) -> dict[str, Any]:
@@ -132,44 +143,48 @@ def _print_summary(reports: list[dict[str, Any]]) -> None:
     render(table)
 
 
-def run(args: Any) -> int:
-    import math
+def _compactor(
+    pipeline: Any, options: dict[str, Any], counter: Any, tools: Any, where: str | None
+) -> Any:
+    """The trigger for these options; settings it refuses (a window too small to compact
+    into, tool schemas that take all of it) are bad usage, not a bug."""
+    from ..trigger import Compactor
 
+    try:
+        return Compactor(
+            pipeline,
+            options["window"],
+            compact_at=options["compact_at"],
+            compact_to=options["compact_to"],
+            counter=counter,
+            tools=tools,
+        )
+    except ValueError as exc:
+        text = " ".join(str(exc).split())
+        where = where or f"--window {options['window']}"
+        raise CliError(f"{where}: {text}") from None
+
+
+def run(args: Any) -> int:
     if not args.compact_to < args.compact_at:
         raise CliError(
             f"--compact-to ({args.compact_to}) must be below --compact-at ({args.compact_at})"
         )
-    counter = build_counter(args.counter, args.encoding)
-    build_ladder(args.ladder, args.config, counter)  # bad keys or config: fail before reading
-    batch = Batch(args.files, "replaying")
+    counter = cached("counter", args.counter, args.encoding)
+    options = {
+        k: getattr(args, k)
+        for k in ("counter", "encoding", "ladder", "config", "window", "compact_at", "compact_to")
+    }
+    # Bad keys, config or window: fail before reading any file.
+    _compactor(build_ladder(args.ladder, args.config, counter), options, counter, None, None)
+    batch = Batch(args.files, "replaying", args.jobs, args.verbose)
     single = batch.single
+    if args.plot == STDIO:
+        raise CliError("--plot writes a PNG file: give a file name, not '-'")
     if args.plot and not single:
         raise CliError("--plot draws one transcript: give a single FILE")
-    reports: list[dict[str, Any]] = []
     with batch:
-        for source in batch:
-
-            def replay(source: Source = source) -> tuple[Any, Any, Any]:
-                loaded = load(source.path)
-                return (loaded, *_replay(loaded, args, counter))
-
-            done = batch.attempt(source, replay)
-            if done is not None:
-                loaded, records, totals = done
-                calls = [_record(r) for r in records]
-                reports.append(
-                    {
-                        "file": str(source.path),
-                        "format": loaded.format,
-                        "counter": counter_label(counter),
-                        "window": args.window,
-                        "compact_at": math.ceil(args.compact_at * args.window),
-                        "compact_to": math.floor(args.compact_to * args.window),
-                        "fits": all(c["tokens_sent"] <= args.window for c in calls),
-                        "calls": calls,
-                        "totals": _totals(totals),
-                    }
-                )
+        reports = [r for _, r in batch.run(replay_file, options)]
     if args.plot:
         from .plot import plot_replay
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Any
 
+from .._atomic import check_destination
 from .errors import EXIT_OK, CliError
+from .inputs import STDIO, write_atomic, write_stdout
 from .render import Table, dump_json, render, say
 
 __all__ = ["run"]
@@ -95,6 +98,21 @@ def _done(args: Any, data: dict[str, Any], line: str) -> int:
     return EXIT_OK
 
 
+def _export(store: Any, name: str, path: str) -> str:
+    """Write the export of session ``name`` to the regular file ``path`` (owner-only, as the
+    store's own files are) or to stdout (``-``); a device, FIFO or symlink is refused."""
+    from ..sessions.archive import dump_archive
+
+    if path == STDIO:
+        data = dump_archive(store.open(name, create=False).snapshot())
+        write_stdout(data)
+        return STDIO
+    check_destination(path)  # before reading the session: refuse early, write nothing
+    data = dump_archive(store.open(name, create=False).snapshot())
+    write_atomic(Path(path), data, mode=0o600)
+    return path
+
+
 def run(args: Any) -> int:
     store = _store(args)
     action = args.action
@@ -103,10 +121,12 @@ def run(args: Any) -> int:
     if action == "show":
         return _show(args, store)
     if action == "export":
-        path = store.export(args.name, args.path)
+        path = _export(store, args.name, args.path)
+        if path == STDIO:
+            return EXIT_OK  # stdout holds the export itself, nothing else
         return _done(
             args,
-            {"name": args.name, "exported": str(path)},
+            {"name": args.name, "exported": path},
             f"exported session {args.name!r} to {path}",
         )
     if action == "import":

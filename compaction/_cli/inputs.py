@@ -11,6 +11,7 @@ so ``-o`` never holds half a conversation and is never created when the run fail
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,25 +19,45 @@ from typing import Any
 
 from .errors import CliError
 
-__all__ = ["Source", "expand", "load", "serialize", "write_atomic"]
+__all__ = [
+    "STDIO",
+    "Source",
+    "expand",
+    "load",
+    "serialize",
+    "write_atomic",
+    "write_output",
+    "write_stdout",
+]
 
 SUFFIXES = (".json", ".jsonl", ".traj")
+
+
+#: The name ``-`` stands for: read stdin, write stdout.
+STDIO = "-"
+STDIN_NAME = "<stdin>"
 
 
 @dataclass(frozen=True)
 class Source:
     """One input file: ``explicit`` when named on the command line, ``relative`` its path
-    below the directory it was found in (its name when explicit)."""
+    below the directory it was found in (its name when explicit). ``stdin`` for ``-``."""
 
     path: Path
     explicit: bool
     relative: Path
+    stdin: bool = False
 
 
 def expand(paths: Iterable[str]) -> list[Source]:
     """Every input file, in a stable order; a missing path is an error naming it."""
+    paths = list(paths)
     found: list[Source] = []
     for raw in paths:
+        if raw == STDIO:
+            if len(paths) > 1:
+                raise CliError("- (stdin) is a single input: it cannot be combined with others")
+            return [Source(Path(STDIN_NAME), True, Path("stdin.json"), stdin=True)]
         path = Path(raw)
         if path.is_dir():
             files = sorted(
@@ -57,11 +78,14 @@ def expand(paths: Iterable[str]) -> list[Source]:
     return found
 
 
-def load(path: Path) -> Any:
-    """The :class:`~compaction.formats.Loaded` transcript in ``path`` (any known format)."""
+def load(source: Source | Path) -> Any:
+    """The :class:`~compaction.formats.Loaded` transcript of ``source`` (any known format)."""
     from ..formats import load as load_transcript
+    from ..formats import loads
 
-    return load_transcript(path)
+    if isinstance(source, Source) and source.stdin:
+        return loads(sys.stdin.buffer.read(), STDIN_NAME)
+    return load_transcript(source.path if isinstance(source, Source) else source)
 
 
 def output_format(loaded: Any, to: str | None) -> str:
@@ -82,8 +106,33 @@ def serialize(messages: Sequence[Any], loaded: Any, to: str | None) -> bytes:
     return dumps(messages, output_format(loaded, to), like=loaded).encode("utf-8")
 
 
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` all at once: a reader sees the old file or the new one."""
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write ``data`` to the regular file ``path`` all at once (a reader sees the old file or
+    the new one); a device, FIFO, symlink or directory there is refused, never replaced."""
     from .._atomic import write_atomic as write
 
-    write(path, data)
+    write(path, data, mode=mode)
+
+
+def write_stdout(data: bytes) -> None:
+    """``data`` on stdout; a failed write (a full disk behind ``>``) names stdout."""
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror or str(exc), STDOUT_NAME) from None
+
+
+STDOUT_NAME = "<stdout>"
+
+
+def write_output(dest: str | Path, data: bytes, *, mode: int | None = None) -> str:
+    """Write ``data`` to ``dest`` (``-``: stdout); answer where it went, for the report."""
+    if str(dest) == STDIO:
+        write_stdout(data)
+        return STDIO
+    write_atomic(Path(dest), data, mode=mode)
+    return str(dest)

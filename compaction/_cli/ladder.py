@@ -64,3 +64,20 @@ def build_ladder(ladder: str | None, config: str | None, counter: Any) -> Any:
 
 def ladder_names(pipeline: Any) -> list[str]:
     return [s.name for s in pipeline.strategies]
+
+
+_CACHE: dict[tuple[Any, ...], Any] = {}
+
+
+def cached(kind: str, *options: Any) -> Any:
+    """The counter (``kind="counter"``: kind, encoding) or ladder (``"ladder"``: ladder,
+    config, counter kind, encoding) for these options, built once per process: a worker of
+    ``-j N`` builds its own, then reuses it for every file it is given."""
+    key = (kind, *options)
+    if key not in _CACHE:
+        if kind == "counter":
+            _CACHE[key] = build_counter(*options)
+        else:
+            ladder, config, counter_kind, encoding = options
+            _CACHE[key] = build_ladder(ladder, config, cached("counter", counter_kind, encoding))
+    return _CACHE[key]

@@ -46,7 +46,28 @@ def _common(json_help: str) -> Parser:
     common.add_argument(
         "--debug", action="store_true", help="show the full traceback of an unexpected error"
     )
+    common.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="show the library's log lines on stderr (-v: warnings, -vv: everything)",
+    )
     return common
+
+
+def _jobs() -> Parser:
+    jobs = Parser(add_help=False)
+    jobs.add_argument(
+        "-j",
+        "--jobs",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="process N files at once, in N worker processes (default 1); the output and its "
+        "order are the same",
+    )
+    return jobs
 
 
 def _counting() -> Parser:
@@ -81,6 +102,8 @@ examples:
   compaction compact run.json --target 4000 -o small.json
   compaction compact run.traj.json --window 128000 --ratio 0.4 --to anthropic -o out.json
   compaction compact logs/ --target 20000 -o compacted/     # every transcript in logs/
+  compaction compact logs/ --target 20000 -o compacted/ -j 4   # ... 4 files at a time
+  cat run.json | compaction compact - --target 4000 -o -   # stdin to stdout
   compaction compact run.json --target 4000 --dry-run --json # the report only
 
 The report (tokens before/after, tokens saved and time per strategy) goes to stderr; the
@@ -147,9 +170,12 @@ def build_parser() -> Parser:
             _common("print the report as JSON on stdout (needs -o or --dry-run)"),
             _counting(),
             _laddering(),
+            _jobs(),
         ],
     )
-    compact.add_argument("files", nargs="+", metavar="FILE", help="conversation files or dirs")
+    compact.add_argument(
+        "files", nargs="+", metavar="FILE", help="conversation files or dirs ('-': stdin)"
+    )
     size = compact.add_mutually_exclusive_group(required=True)
     size.add_argument("--target", type=positive_int, metavar="N", help="tokens to fit in")
     size.add_argument(
@@ -169,7 +195,8 @@ def build_parser() -> Parser:
         "-o",
         "--output",
         metavar="PATH",
-        help="where to write: a file (one input) or a directory (several); default stdout",
+        help="where to write: a file (one input), a directory (several inputs, or a path "
+        "ending in '/'), or '-' for stdout (the default); only ever a regular file",
     )
     compact.add_argument(
         "-n", "--dry-run", action="store_true", help="report only; write no conversation"
@@ -181,9 +208,11 @@ def build_parser() -> Parser:
         description="Count a conversation's tokens: by role, by tool, and the largest messages.",
         epilog=COUNT_EPILOG,
         formatter_class=_FORMATTER,
-        parents=[_common("print the counts as JSON on stdout"), _counting()],
+        parents=[_common("print the counts as JSON on stdout"), _counting(), _jobs()],
     )
-    count.add_argument("files", nargs="+", metavar="FILE", help="conversation files or dirs")
+    count.add_argument(
+        "files", nargs="+", metavar="FILE", help="conversation files or dirs ('-': stdin)"
+    )
     count.add_argument(
         "--top", type=positive_int, default=10, metavar="N", help="largest messages to list"
     )
@@ -194,9 +223,16 @@ def build_parser() -> Parser:
         description="Replay a transcript through the trigger, one model call at a time.",
         epilog=REPLAY_EPILOG,
         formatter_class=_FORMATTER,
-        parents=[_common("print every call as JSON on stdout"), _counting(), _laddering()],
+        parents=[
+            _common("print every call as JSON on stdout"),
+            _counting(),
+            _laddering(),
+            _jobs(),
+        ],
     )
-    replay.add_argument("files", nargs="+", metavar="FILE", help="conversation files or dirs")
+    replay.add_argument(
+        "files", nargs="+", metavar="FILE", help="conversation files or dirs ('-': stdin)"
+    )
     replay.add_argument(
         "--window", type=positive_int, required=True, metavar="N", help="context window in tokens"
     )
@@ -265,7 +301,7 @@ def build_parser() -> Parser:
         "compaction session export my-agent my-agent.json",
     )
     export.add_argument("name", metavar="NAME")
-    export.add_argument("path", metavar="FILE")
+    export.add_argument("path", metavar="FILE", help="a regular file, or '-' for stdout")
     import_ = action(
         "import",
         "create a session from an exported JSON file",

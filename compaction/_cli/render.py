@@ -82,9 +82,30 @@ def _plain(table: Table) -> str:
     return "\n".join(lines)
 
 
+@contextmanager
+def _named(stream: TextIO) -> Iterator[None]:
+    """A failed write to stdout or stderr (``> /dev/full``) names the stream in its error."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        name = {id(sys.stdout): "<stdout>", id(sys.stderr): "<stderr>"}.get(id(stream))
+        if name is None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), name) from None
+
+
 def render(table: Table, stream: TextIO | None = None) -> None:
     """Draw ``table`` on ``stream`` (stdout by default)."""
     stream = stream or sys.stdout
+    with _named(stream):
+        _render(table, stream)
+
+
+def _render(table: Table, stream: TextIO) -> None:
     if not fancy(stream):
         stream.write(_plain(table) + "\n\n")
         return
@@ -105,16 +126,18 @@ def render(table: Table, stream: TextIO | None = None) -> None:
 def say(text: str, stream: TextIO | None = None) -> None:
     """One line of text (markup-free, so file names with brackets print as they are)."""
     stream = stream or sys.stderr
-    stream.write(text + "\n")
-    stream.flush()
+    with _named(stream):
+        stream.write(text + "\n")
+        stream.flush()
 
 
 def dump_json(data: Any, stream: TextIO | None = None) -> None:
     """Machine-readable output: one JSON document, indented, on stdout."""
     stream = stream or sys.stdout
-    json.dump(data, stream, indent=2, ensure_ascii=False, default=str)
-    stream.write("\n")
-    stream.flush()
+    with _named(stream):
+        json.dump(data, stream, indent=2, ensure_ascii=False, default=str)
+        stream.write("\n")
+        stream.flush()
 
 
 class _Quiet:

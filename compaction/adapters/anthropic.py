@@ -27,6 +27,7 @@ from ..messages import Message, ToolCall
 from . import AdapterError
 from ._coerce import is_model, plain, plain_blocks
 from .openai import META_KEY as OPENAI_META_KEY
+from .rekey import rekey
 
 __all__ = ["CONTINUED", "META_KEY", "AnthropicRequest", "from_anthropic", "to_anthropic"]
 
@@ -180,7 +181,8 @@ def from_anthropic(
         else:
             hint = " (the system prompt goes in `system`)" if role == "system" else ""
             raise AdapterError(index, "role", f"expected 'user' or 'assistant', got {role!r}{hint}")
-    return tuple(out)
+    # A tool_use id reused by a later message is given a fresh one (meta["rekeyed"] says so).
+    return rekey(out)
 
 
 def _coerced(raw: Any) -> Any:

@@ -16,6 +16,7 @@ from typing import Any, Final
 from ..messages import Message, ToolCall
 from . import AdapterError
 from ._coerce import first_choice, is_model, plain, plain_blocks
+from .rekey import rekey
 
 __all__ = ["META_KEY", "from_openai", "to_openai"]
 
@@ -152,7 +153,8 @@ def from_openai(messages: Iterable[Any]) -> tuple[Message, ...]:
         messages = [messages]
     if isinstance(messages, str | bytes | Mapping) or is_model(messages):
         raise AdapterError(None, None, "expected a list of message objects")
-    return tuple(message_from_openai(m, i) for i, m in enumerate(messages))
+    # A call id reused by a later message is given a fresh one (meta["rekeyed"] says so).
+    return rekey([message_from_openai(m, i) for i, m in enumerate(messages)])
 
 
 def _record(message: Message) -> Mapping[str, Any]:

@@ -84,7 +84,7 @@ def _read(text: str, name: str) -> Loaded:
         return _READERS[fmt](doc, name)
     except FormatError:
         raise
-    except (AdapterError, ValueError, TypeError, KeyError, AttributeError) as exc:
+    except (AdapterError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
         # A reader met a shape it did not expect deep inside: say so plainly, not with a
         # traceback from the middle of it.
         raise FormatError(name, f"read as {fmt}, but could not make sense of it: {exc}") from exc

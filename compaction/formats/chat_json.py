@@ -20,6 +20,7 @@ from ..validate import problems
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
+from .repair import rekeyed
 
 __all__ = ["read_anthropic", "read_openai"]
 
@@ -74,7 +75,14 @@ def read_openai(doc: Document, path: str | Path) -> Loaded:
     except AdapterError as exc:
         raise _adapter_error(path, exc, lines) from None
     _check(path, messages, range(len(messages)), lines)
-    return Loaded(messages, "openai", str(path), container=container, extra=extra)
+    return Loaded(
+        messages,
+        "openai",
+        str(path),
+        repairs=rekeyed(messages),
+        container=container,
+        extra=extra,
+    )
 
 
 def read_anthropic(doc: Document, path: str | Path) -> Loaded:
@@ -90,4 +98,11 @@ def read_anthropic(doc: Document, path: str | Path) -> Loaded:
         for index, one in enumerate(raw):
             origin += [index] * len(from_anthropic([one]))
         _check(path, messages, origin, lines)
-    return Loaded(messages, "anthropic", str(path), container=container, extra=extra)
+    return Loaded(
+        messages,
+        "anthropic",
+        str(path),
+        repairs=rekeyed(messages),
+        container=container,
+        extra=extra,
+    )

@@ -165,8 +165,10 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
     # Tool results are not positions: they follow the message that made the call.
     items: list[Any] = []
     assistants: dict[str, _Assistant] = {}
-    owner: dict[str, _Assistant] = {}
-    results: dict[str, Message] = {}
+    # An id can be reused by a later message (a resumed session): each result goes to the
+    # first message with that call still unanswered; repair() then gives the reuse a new id.
+    owners: dict[str, list[_Assistant]] = {}
+    results: dict[tuple[int, str], Message] = {}
     names: dict[str, str | None] = {}
     for line, record in chat:
         message = record["message"]
@@ -181,7 +183,9 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
                 if isinstance(block, Mapping) and block.get("type") == "tool_use":
                     use_id = block.get("id")
                     if use_id is not None:  # no tool_result can name a missing id
-                        owner.setdefault(use_id, target)
+                        claimed = owners.setdefault(use_id, [])
+                        if target not in claimed:
+                            claimed.append(target)
                         names[use_id] = block.get("name")
             continue
         content = message.get("content")
@@ -211,8 +215,9 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
                 except AdapterError as exc:
                     raise FormatError(path, exc.reason, line=line) from None
                 call_id = result.tool_call_id or ""
-                if call_id in owner and call_id not in results:
-                    results[call_id] = result
+                waiting = [a for a in owners.get(call_id, ()) if (id(a), call_id) not in results]
+                if waiting:
+                    results[(id(waiting[0]), call_id)] = result
                 else:
                     items.append(result)  # an orphan (or a second answer): repaired below
             if rest:
@@ -241,7 +246,7 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
             messages.append(m)
             since_summary.append(m)
             for call in m.tool_calls:
-                answer = results.get(call.id)
+                answer = results.get((id(item), call.id))
                 if answer is not None:
                     messages.append(answer)
                     since_summary.append(answer)

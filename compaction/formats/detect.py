@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -70,10 +71,88 @@ def decode(data: bytes, path: str | os.PathLike[str]) -> str:
         ) from None
 
 
+#: Deeper JSON than this is refused. Real transcripts nest about 10 levels; a 500-level file
+#: made the readers (and json itself) overflow Python's recursion limit.
+MAX_DEPTH: Final = 100
+
+# A JSON escape of a UTF-16 surrogate; only such an escape can put a lone surrogate in a str
+# (UTF-8 decoding refuses raw ones), so most files skip the per-string check entirely.
+_SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _where(trail: tuple[Any, ...]) -> str:
+    out = ""
+    for step in trail:
+        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
+    return out or "the top level"
+
+
+def _locate(value: Any, bad: Any) -> str:
+    """Where in ``value`` the first string (or key) matching ``bad`` is, for the error."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        item, trail = stack.pop()
+        if isinstance(item, str):
+            if bad(item):
+                return _where(trail)
+        elif isinstance(item, dict):
+            for key, child in reversed(item.items()):
+                if bad(key):
+                    return _where(trail) + f" (key {key!r})"
+                stack.append((child, (*trail, key)))
+        elif isinstance(item, list):
+            stack.extend((child, (*trail, i)) for i, child in reversed(list(enumerate(item))))
+    return _where(())
+
+
+def check_tree(value: Any, path: str | Path, *, line: int | None = None, text: str = "") -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` and strings holding a lone UTF-16
+    surrogate (valid JSON, but no valid text: nothing can encode it as UTF-8 again), with a
+    :class:`FormatError` naming where. Iterative, so the check itself never recurses."""
+    strings = _SURROGATE_ESCAPE.search(text) is not None if text else True
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    lone = False
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if depth > MAX_DEPTH:
+                raise FormatError(path, f"JSON nested deeper than {MAX_DEPTH} levels", line=line)
+            stack.extend((child, depth + 1) for child in item.values())
+            if strings and not lone:
+                lone = any(_SURROGATE.search(k) for k in item)
+        elif isinstance(item, list):
+            if depth > MAX_DEPTH:
+                raise FormatError(path, f"JSON nested deeper than {MAX_DEPTH} levels", line=line)
+            stack.extend((child, depth + 1) for child in item)
+        elif strings and not lone and isinstance(item, str) and _SURROGATE.search(item):
+            lone = True
+    if lone:
+        where = _locate(value, _SURROGATE.search)
+        raise FormatError(
+            path,
+            f"{where}: text holds a lone UTF-16 surrogate escape (\\ud800-\\udfff without "
+            "its pair); expected valid Unicode text",
+            line=line,
+        )
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        # json's own parser gives up on very deep nesting; same answer as check_tree.
+        raise json.JSONDecodeError(f"nested deeper than {MAX_DEPTH} levels", text, 0) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # an integer of more than 4300 digits, say
+        raise json.JSONDecodeError(" ".join(str(exc).split()), text, 0) from None
+
+
 def parse_text(text: str, path: str | Path) -> Document:
     """``text`` as one JSON document, or as JSONL when it is one object per line."""
     try:
-        return Document(value=json.loads(text))
+        value = _loads(text)
     except json.JSONDecodeError as whole:
         # JSONL lines end at "\n" only: str.splitlines() would also cut at U+2028, U+0085 and
         # other separators JSON allows raw inside strings (and json.dumps writes raw).
@@ -81,7 +160,7 @@ def parse_text(text: str, path: str | Path) -> Document:
         first: Any = None
         if len(lines) > 1:
             try:
-                first = json.loads(lines[0][1])
+                first = _loads(lines[0][1])
             except json.JSONDecodeError:
                 first = None
         if not isinstance(first, dict):
@@ -89,11 +168,14 @@ def parse_text(text: str, path: str | Path) -> Document:
                 path,
                 f"not JSON ({whole.msg} at line {whole.lineno}, column {whole.colno}); {EXPECTED}",
             ) from None
+    else:
+        check_tree(value, path, text=text)
+        return Document(value=value)
     records = []
     last = lines[-1][0]
     for no, line in lines:
         try:
-            value = json.loads(line)
+            value = _loads(line)
         except json.JSONDecodeError as exc:
             hint = " (the last line looks truncated)" if no == last else ""
             raise FormatError(
@@ -106,6 +188,7 @@ def parse_text(text: str, path: str | Path) -> Document:
             raise FormatError(
                 path, f"expected a JSON object on every line, got {type(value).__name__}", line=no
             )
+        check_tree(value, path, line=no, text=line)
         records.append((no, value))
     return Document(records=tuple(records))
 

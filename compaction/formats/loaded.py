@@ -37,12 +37,13 @@ class Repair:
     """One visible fix a reader made so that an agent log becomes a valid conversation.
 
     ``kind``: ``"no_result"`` (a call the log never answered got an explicit "no result
-    recorded" tool result) or ``"orphan_result"`` (a result whose call is not in the log was
-    kept as a user message saying so). ``index`` is the position of the message added or
-    changed in :attr:`Loaded.messages`.
+    recorded" tool result), ``"orphan_result"`` (a result whose call is not in the log was
+    kept as a user message saying so) or ``"rekeyed"`` (a call reused an id an earlier call
+    had: it and its results got a fresh id, ``detail`` names it). ``index`` is the position
+    of the message added or changed in :attr:`Loaded.messages`.
     """
 
-    kind: Literal["no_result", "orphan_result"]
+    kind: Literal["no_result", "orphan_result", "rekeyed"]
     call_id: str
     index: int
     detail: str = ""
@@ -53,6 +54,8 @@ class Repair:
             "'no result recorded' tool result",
             "orphan_result": f"result for call {self.call_id!r} answers no call in the log; "
             "kept it as a user message saying so",
+            "rekeyed": f"call id {self.call_id!r} was already used by an earlier call; this "
+            "call and its results were given a new id",
         }[self.kind]
         return f"message {self.index}: {text}" + (f" ({self.detail})" if self.detail else "")
 

@@ -12,7 +12,6 @@ read as the OpenAI messages they are.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -20,6 +19,7 @@ from typing import Any, Final
 from ..adapters import AdapterError
 from ..adapters.openai import message_from_openai
 from ..messages import Message, ToolCall
+from .action_regex import DEFAULT, find_actions
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
@@ -29,26 +29,34 @@ from .validate_loaded import finish
 __all__ = ["ACTION_REGEX", "read_mini_swe_agent"]
 
 #: mini-swe-agent's own default ``action_regex``.
-ACTION_REGEX: Final = r"```bash\s*\n(.*?)\n```"
+ACTION_REGEX: Final = DEFAULT
 
 SOURCE_KEY: Final = "mini_swe_agent"
 
 
-def _action_regex(value: Mapping[str, Any]) -> re.Pattern[str]:
-    info = value.get("info")
-    config = info.get("config") if isinstance(info, Mapping) else None
-    agent = config.get("agent") if isinstance(config, Mapping) else None
-    pattern = agent.get("action_regex") if isinstance(agent, Mapping) else None
-    return re.compile(pattern if isinstance(pattern, str) else ACTION_REGEX, re.DOTALL)
+def _flat(content: Any) -> Any:
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return content
 
 
 def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
     value = doc.value
     raw = value["messages"]
-    regex = _action_regex(value)
     native = any(
         isinstance(m, Mapping) and (m.get("role") == "tool" or m.get("tool_calls")) for m in raw
     )
+    # The file's own action_regex is untrusted: it runs bounded, over every turn at once.
+    turns = [
+        i
+        for i, m in enumerate(raw)
+        if not native
+        and isinstance(m, Mapping)
+        and m.get("role") == "assistant"
+        and isinstance(_flat(m.get("content")), str)
+    ]
+    found = find_actions(value, [_flat(raw[i].get("content")) for i in turns], path)
+    actions = dict(zip(turns, found, strict=True))
     messages: list[Message] = []
     pending: ToolCall | None = None
     calls = 0
@@ -69,8 +77,7 @@ def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
                 raise FormatError(path, str(exc)) from None
             continue
         role, content = m.get("role"), m.get("content") or ""
-        if isinstance(content, list):
-            content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+        content = _flat(content)
         if role not in ("system", "user", "assistant"):
             raise FormatError(
                 path, f"message {index}: unknown role {role!r}; expected system, user or assistant"
@@ -89,14 +96,14 @@ def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
             pending = None
             continue
         if role == "assistant":
-            blocks = regex.findall(content)
-            if len(blocks) == 1:
+            action = actions.get(index)
+            if action is not None:
                 calls += 1
-                match = regex.search(content)
-                assert match is not None
-                text = (content[: match.start()] + content[match.end() :]).strip()
+                text = (content[: action.start] + content[action.end :]).strip()
                 pending = ToolCall(
-                    f"call_{calls}", "bash", json.dumps({"command": blocks[0]}, ensure_ascii=False)
+                    f"call_{calls}",
+                    "bash",
+                    json.dumps({"command": action.command}, ensure_ascii=False),
                 )
                 messages.append(
                     Message(

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Final
 
+from ..adapters.rekey import REKEYED_KEY, rekey
 from ..messages import Message, ToolCall
 from .loaded import Repair
 
-__all__ = ["NO_RESULT", "orphan_note", "repair"]
+__all__ = ["NO_RESULT", "orphan_note", "rekeyed", "repair"]
 
 NO_RESULT: Final = "[no result recorded: the log ends or moves on before this call returned]"
 
@@ -86,4 +87,15 @@ def repair(messages: Sequence[Message]) -> tuple[tuple[Message, ...], tuple[Repa
         else:
             out.append(m)
         i += 1
-    return tuple(out), tuple(done)
+    fixed = rekey(out)
+    return fixed, (*done, *rekeyed(fixed))
+
+
+def rekeyed(messages: Sequence[Message]) -> tuple[Repair, ...]:
+    """A :class:`Repair` for every call :func:`~compaction.adapters.rekey.rekey` renamed."""
+    out = []
+    for index, m in enumerate(messages):
+        if m.role == "assistant" and isinstance(m.meta.get(REKEYED_KEY), dict):
+            for new, old in m.meta[REKEYED_KEY].items():
+                out.append(Repair("rekeyed", old, index, f"now {new!r}"))
+    return tuple(out)

@@ -1,0 +1,252 @@
+"""Hostile input is normal input: the command never exits 70 (our bug) on any input file.
+
+Bad input is exit 2 with one line naming the file, and in a run over several files the others
+are still processed. The fuzzing goes through the real entry point (``main``) in this process,
+which is what a subprocess would run, minus a second of start-up per example.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.test_cli import EXAMPLE, call, one_line_error, run, run_all
+
+SURROGATE_JSON = '[{"role": "user", "content": "broken \\ud800 text"}]'
+SURROGATE_JSONL = '{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "\\udfff"}\n'
+
+
+def _deep(levels: int) -> str:
+    return '[{"role": "user", "content": "hi", "extra": ' + "[" * levels + "]" * levels + "}]"
+
+
+def test_lone_surrogates_and_deep_nesting_are_bad_input(tmp_path: Path) -> None:
+    files = {
+        "surrogate.json": SURROGATE_JSON,
+        "surrogate.jsonl": SURROGATE_JSONL,
+        "deep.json": _deep(500),
+        "deeper.json": _deep(100_000),
+    }
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    commands = []
+    for name in files:
+        commands.append(["compact", str(tmp_path / name), "--target", "100", "-o",
+                         str(tmp_path / f"out-{name}")])  # fmt: skip
+        commands.append(["count", str(tmp_path / name)])
+    for result in run_all(*commands):
+        line = one_line_error(result)
+        assert "surrogate" in line or "nested deeper" in line, line
+    assert not list(tmp_path.glob("out-*"))
+
+
+def test_one_bad_file_does_not_stop_the_others(tmp_path: Path) -> None:
+    good = tmp_path / "good.json"
+    good.write_bytes(EXAMPLE.read_bytes())
+    (tmp_path / "deep.json").write_text(_deep(500))
+    (tmp_path / "surrogate.json").write_text(SURROGATE_JSON)
+    inputs = [str(tmp_path / n) for n in ("deep.json", "surrogate.json", "good.json")]
+    out = tmp_path / "out"
+    result = run("compact", *inputs, "--target", "4000", "-o", str(out), "--json")
+    assert result.returncode == 2, result.stderr
+    report = json.loads(result.stdout)
+    assert [Path(f["file"]).name for f in report["files"]] == ["good.json"]
+    assert (out / "good.json").is_file()
+    errors = [line for line in result.stderr.splitlines() if line.startswith("compaction: error")]
+    assert len(errors) == 2 and "Traceback" not in result.stderr
+
+
+def test_replay_with_a_tiny_window_is_bad_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    for window in ("1", "2"):
+        line = one_line_error(call(capsys, "replay", str(EXAMPLE), "--window", window))
+        assert "--window" in line
+
+
+def test_no_raw_log_lines_unless_asked() -> None:
+    # A window too small to fit: the trigger logs a warning on every call.
+    quiet, verbose = run_all(
+        ["replay", str(EXAMPLE), "--window", "5", "--counter", "approx"],
+        ["replay", str(EXAMPLE), "--window", "5", "--counter", "approx", "-v"],
+    )
+    assert quiet.returncode == verbose.returncode == 1
+    raw = re.compile(r"^\S+ \w+=\S")
+    assert not [line for line in quiet.stderr.splitlines() if raw.match(line)], quiet.stderr
+    assert "exceeded the 5-token window" in quiet.stderr
+    shown = [line for line in verbose.stderr.splitlines() if "over_target" in line]
+    assert shown and all(line.startswith("compaction: WARNING: ") for line in shown)
+
+
+# -- fuzzing ---------------------------------------------------------------------------------
+
+_EXAMPLE_MESSAGES = json.loads(EXAMPLE.read_text())[:8]
+
+_ODD = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
+
+_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "name", "id", "function",
+           "arguments", "type", "text", "tool_use_id", "input", "messages", "history",
+           "system", "info", "action", "tool_call_ids", "message", "uuid")  # fmt: skip
+
+
+@st.composite
+def _mutated(draw: st.DrawFn) -> bytes:
+    """A real conversation with one field, somewhere, replaced by something odd."""
+    messages = json.loads(json.dumps(_EXAMPLE_MESSAGES))
+    shape = draw(st.sampled_from(["list", "object", "anthropic", "mini", "swe", "jsonl", "cc"]))
+    index = draw(st.integers(0, len(messages) - 1))
+    field = draw(st.sampled_from(_FIELDS))
+    target = messages[index]
+    if target.get("tool_calls") and draw(st.booleans()):
+        target = target["tool_calls"][0]
+        if draw(st.booleans()):
+            target = target["function"]
+    target[field] = draw(_ODD)
+    if shape == "list":
+        return json.dumps(messages).encode()
+    if shape == "object":
+        return json.dumps({"messages": messages, "model": draw(_ODD)}).encode()
+    if shape == "anthropic":
+        return json.dumps({"system": draw(_ODD), "messages": messages}).encode()
+    if shape == "mini":
+        agent = {"action_regex": draw(st.one_of(_ODD, st.sampled_from(["(", "[", ""])))}
+        info = {"mini_version": "1", "config": {"agent": agent}}
+        return json.dumps({"messages": messages, "info": info}).encode()
+    if shape == "swe":
+        return json.dumps({"history": messages}).encode()
+    if shape == "cc":
+        records = [
+            {"type": m.get("role"), "uuid": str(i), "message": m} for i, m in enumerate(messages)
+        ]
+        return "".join(json.dumps(r) + "\n" for r in records).encode()
+    return "".join(json.dumps(m) + "\n" for m in messages).encode()
+
+
+def _mini(regex: object) -> bytes:
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant."},
+        {"role": "user", "content": "Fix the bug."},
+        {"role": "assistant", "content": "Look first.\n```bash\nls\n```"},
+        {"role": "user", "content": "README.md"},
+    ]
+    info = {"mini_version": "1.0", "config": {"agent": {"action_regex": regex}}}
+    return json.dumps({"messages": messages, "info": info}).encode()
+
+
+#: Hostile files, every one run through every command.
+CORPUS: dict[str, bytes] = {
+    "empty": b"",
+    "blank lines": b"\n\n",
+    "bom only": b"\xef\xbb\xbf",
+    "null": b"null",
+    "empty list": b"[]",
+    "empty object": b"{}",
+    "binary": bytes(range(256)),
+    "utf-16 with bom": "\ufeff[]".encode("utf-16"),
+    "latin-1": '[{"role": "user", "content": "caf\xe9"}]'.encode("latin-1"),
+    "truncated json": b'[{"role": "user", "content": "',
+    "truncated jsonl": b'{"role": "user", "content": "hi"}\n{"role": "assistant", "cont',
+    "numeric call id": b'{"messages": [{"role": "tool", "content": "x", "tool_call_id": 5}]}',
+    "call without function": b'[{"role": "assistant", "tool_calls": [{"id": "a"}]}]',
+    "bare image block": b'[{"role": "user", "content": [{"type": "image"}]}]',
+    "huge line": b'[{"role": "user", "content": "' + b" " * 200_000 + b'x"}]',
+    "deep list": ("[" * 5000 + "]" * 5000).encode(),
+    "deep object": ('{"a":' * 3000 + "1" + "}" * 3000).encode(),
+    "lone surrogate": SURROGATE_JSON.encode(),
+    "lone surrogate key": b'[{"role": "user", "content": "x", "\\udc00": 1}]',
+    "claude code odd content": b'{"type": "user", "uuid": "1", "message": {"content": 1}}\n' * 2,
+    "duplicate call ids": json.dumps(
+        [
+            {"role": "user", "content": "go"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "a", "content": "1"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+                ],
+            },
+            {"role": "tool", "tool_call_id": "a", "content": "2"},
+        ]
+    ).encode(),
+    "mini invalid regex": _mini("("),
+    "mini regex not text": _mini(["("]),
+    "mini empty regex": _mini(""),
+    "mini catastrophic regex": _mini("(a|aa)+$"),
+    "swe odd history": b'{"history": [1, "two", null]}',
+    "swe odd ids": b'{"history": [{"role": "tool", "content": "x", "tool_call_ids": [1]}]}',
+    "nan and infinity": b'[{"role": "user", "content": NaN, "name": Infinity}]',
+    "huge number": b'[{"role": "user", "content": "x", "tokens": 1' + b"0" * 5000 + b"}]",
+}
+
+_HOSTILE_BYTES = st.one_of(
+    st.binary(max_size=200),
+    st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.text(max_size=100).map(lambda t: t.encode("utf-16")),
+)
+
+
+def _never_internal(tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes) -> None:
+    for suffix in (".json", ".jsonl", ".traj"):
+        src = tmp_path / f"input{suffix}"
+        src.write_bytes(data)
+        for args in (
+            ["count", str(src), "--counter", "approx"],
+            ["compact", str(src), "--target", "50", "--counter", "approx", "--dry-run"],
+            ["compact", str(src), "--target", "400", "--to", "anthropic", "--dry-run"],
+            ["replay", str(src), "--window", "300", "--counter", "approx"],
+        ):
+            result = call(capsys, *args)
+            assert result.returncode in (0, 1, 2), (args, data[:300], result.stderr)
+            assert "internal error" not in result.stderr, (args, data[:300], result.stderr)
+            if result.returncode == 2:
+                assert len(result.stderr.strip().splitlines()) >= 1
+                assert "Traceback" not in result.stderr
+
+
+_FUZZ = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@_FUZZ
+@given(data=_mutated())
+def test_fuzz_odd_types_in_every_field_never_exit_70(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes
+) -> None:
+    _never_internal(tmp_path, capsys, data)
+
+
+@_FUZZ
+@given(data=_HOSTILE_BYTES)
+def test_fuzz_hostile_bytes_never_exit_70(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes
+) -> None:
+    _never_internal(tmp_path, capsys, data)
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_hostile_corpus_never_exit_70(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _never_internal(tmp_path, capsys, CORPUS[name])
