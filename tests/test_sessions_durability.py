@@ -207,7 +207,9 @@ def test_kill_during_a_large_append_leaves_the_previous_history(tmp_path: Path) 
 @pytest.fixture
 def made(tmp_path: Path) -> Path:
     session = SessionStore(tmp_path).open("s")
-    session.add([Message("user", "one"), Message("assistant", "two"), Message("user", "three")])
+    # Three calls, three records (one line each): a batch would be one line.
+    for message in (Message("user", "one"), Message("assistant", "two"), Message("user", "three")):
+        session.add(message)
     session.global_context["g"] = 1
     session.state["s"] = 2
     session.set_view(session.messages[1:])

@@ -10,6 +10,8 @@ __all__ = [
     "SessionExistsError",
     "SessionFormatError",
     "SessionNotFoundError",
+    "StaleViewError",
+    "StoreSchemaError",
 ]
 
 
@@ -31,7 +33,7 @@ class InvalidSessionName(ValueError):
 class SessionNotFoundError(SessionError, LookupError):
     """The named session does not exist in this store (never created, or deleted)."""
 
-    def __init__(self, name: str, root: Path) -> None:
+    def __init__(self, name: str, root: Path | str) -> None:
         self.name = name
         self.root = root
         super().__init__(f"session {name!r} does not exist in the session store at {root}")
@@ -43,7 +45,7 @@ class SessionNotFoundError(SessionError, LookupError):
 class SessionExistsError(SessionError, FileExistsError):
     """Importing under a name that is already taken (we never merge into a live session)."""
 
-    def __init__(self, name: str, root: Path) -> None:
+    def __init__(self, name: str, root: Path | str) -> None:
         self.name = name
         self.root = root
         super().__init__(f"session {name!r} already exists in the session store at {root}")
@@ -65,3 +67,16 @@ class SessionFormatError(SessionError, ValueError):
         self.reason = reason
         where = f"{self.path}" if line is None else f"{self.path}, line {line}"
         super().__init__(f"{where}: {reason}")
+
+
+class StaleViewError(SessionError, ValueError):
+    """``set_view`` of a view computed from a history that is no longer the newest one.
+
+    Another writer stored a view computed from more of the history, or the history was
+    cleared under the view: storing it would roll the session back. Recompute the view from
+    ``session.view()`` and try again.
+    """
+
+
+class StoreSchemaError(SessionError):
+    """A database whose session tables were made by a newer compaction (or are not ours)."""
