@@ -8,6 +8,7 @@ stopped and removed at the end. When no PostgreSQL can be had, :func:`unavailabl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pwd
 import shutil
@@ -144,10 +145,8 @@ class PostgresServer:
         self._pg_ctl("start")
 
     def stop(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
             self._run(str(_tool("pg_ctl")), "stop", "-D", str(self.data), "-m", "immediate")
-        except (RuntimeError, subprocess.TimeoutExpired):
-            pass
         shutil.rmtree(self.base, ignore_errors=True)
 
     def wait_ready(self, timeout: float = 30) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..messages import Message
+from .archive import Archive
 from .codec import encode_message
 from .errors import StaleViewError
 from .history import Entry, History
@@ -92,11 +93,11 @@ class Backend(abc.ABC):
         """Delete the session (SessionNotFoundError if there is none)."""
 
     @abc.abstractmethod
-    def snapshot(self, name: str) -> dict[str, Any]:
+    def snapshot(self, name: str) -> Archive:
         """A consistent copy of everything in the session (the export layout)."""
 
     @abc.abstractmethod
-    def restore(self, name: str, archive: Any) -> None:
+    def restore(self, name: str, archive: Archive) -> None:
         """Create session ``name`` holding ``archive`` (SessionExistsError if it exists), whole
         or not at all."""
 

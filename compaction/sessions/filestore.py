@@ -168,7 +168,9 @@ class FileBackend(Backend):
             "away or choose another name",
         )
 
-    def _build(self, name: str, fill: Callable[[Path], None], exists: Callable[[], Exception]) -> None:
+    def _build(
+        self, name: str, fill: Callable[[Path], None], exists: Callable[[], Exception]
+    ) -> None:
         tmp = self.root / f".tmp-{name}-{os.getpid()}-{secrets.token_hex(4)}"
         os.mkdir(tmp, DIR_MODE)
         os.chmod(tmp, DIR_MODE)
@@ -355,4 +357,3 @@ class FileBackend(Backend):
             if self.exists(name):
                 raise SessionExistsError(name, self.root)
             self._build(name, fill, exists=lambda: SessionExistsError(name, self.root))
-

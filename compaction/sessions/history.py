@@ -34,7 +34,9 @@ class History:
     def __init__(self) -> None:
         self.reset()
 
-    def reset(self, cursor: Any = None, first_seq: int = 0, created: datetime | None = None) -> None:
+    def reset(
+        self, cursor: Any = None, first_seq: int = 0, created: datetime | None = None
+    ) -> None:
         """Forget everything (the session was cleared, deleted or replaced)."""
         self.cursor = cursor
         self.first_seq = first_seq

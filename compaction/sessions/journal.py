@@ -86,9 +86,7 @@ def create(
     durable: bool = True,
 ) -> None:
     """Atomically (re)place the log at ``path`` with a header and ``entries``."""
-    data = header_line(session, created, first_seq) + b"".join(
-        record_line([e]) for e in entries
-    )
+    data = header_line(session, created, first_seq) + b"".join(record_line([e]) for e in entries)
     atomic_write(path, data, durable=durable)
 
 
@@ -143,9 +141,7 @@ def _parse(path: Path, history: History, block: bytes) -> None:
             next_seq = first_seq
             continue
         if not isinstance(doc, dict) or set(doc) not in (_ONE, _BATCH):
-            raise fail(
-                "a record must be an object with exactly seq, ts and message (or messages)"
-            )
+            raise fail("a record must be an object with exactly seq, ts and message (or messages)")
         if doc["seq"] != next_seq:
             raise fail(
                 f"record seq {doc['seq']!r} out of order (expected {next_seq}): the log "

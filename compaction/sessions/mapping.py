@@ -23,6 +23,7 @@ class Documents(Protocol):
 
     def _update_data(self, kind: str, mutate: Callable[[dict[str, Any]], None]) -> None: ...
 
+
 __all__ = ["SessionMapping"]
 
 

@@ -20,6 +20,7 @@ class Recalls(Protocol):
 
     def recall(self, ref: str) -> Message | None: ...
 
+
 __all__ = ["RecallTool", "render_recalled"]
 
 DESCRIPTION: Final = (
