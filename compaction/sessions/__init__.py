@@ -28,6 +28,7 @@ from .errors import (
     SessionNotFoundError,
     StaleViewError,
     StoreSchemaError,
+    StoreUnavailableError,
 )
 from .files import UnsafeLocationError
 from .history import Entry
@@ -53,6 +54,7 @@ __all__ = [
     "SessionStore",
     "StaleViewError",
     "StoreSchemaError",
+    "StoreUnavailableError",
     "UnsafeLocationError",
     "default_root",
     "validate_name",

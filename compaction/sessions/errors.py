@@ -12,6 +12,7 @@ __all__ = [
     "SessionNotFoundError",
     "StaleViewError",
     "StoreSchemaError",
+    "StoreUnavailableError",
 ]
 
 
@@ -80,3 +81,10 @@ class StaleViewError(SessionError, ValueError):
 
 class StoreSchemaError(SessionError):
     """A database whose session tables were made by a newer compaction (or are not ours)."""
+
+
+class StoreUnavailableError(SessionError, ConnectionError):
+    """The store's server could not be reached (for as long as the store retries).
+
+    Nothing was half written: a call either committed before returning, or raises this.
+    """

@@ -32,6 +32,7 @@ from typing import Any, Final, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from .._log import log
@@ -53,6 +54,7 @@ from .errors import (
     SessionFormatError,
     SessionNotFoundError,
     StoreSchemaError,
+    StoreUnavailableError,
 )
 from .history import Entry, History, assign_ids
 
@@ -131,6 +133,10 @@ class PostgresBackend(Backend):
         retry_seconds: float = 30.0,
         connect_timeout: float = 10.0,
     ) -> None:
+        try:
+            conninfo_to_dict(url)
+        except psycopg.ProgrammingError as exc:
+            raise ValueError(f"not a valid PostgreSQL URL {redact(url)!r}: {exc}") from None
         self.url = url
         self.location = redact(url)
         self.min_size, self.max_size = min_size, max_size
@@ -179,7 +185,7 @@ class PostgresBackend(Backend):
                     return work(conn)
             except psycopg.OperationalError as exc:
                 if time.monotonic() + delay > deadline:
-                    raise psycopg.OperationalError(
+                    raise StoreUnavailableError(
                         f"session store {self.location}: {what} failed and the server did not "
                         f"come back within {self.retry_seconds:g} s: {exc}"
                     ) from exc

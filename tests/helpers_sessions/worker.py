@@ -1,5 +1,7 @@
 """Subprocess side of the session tests: a separate Python process using the public API.
 
+ROOT is a store directory or URL (postgresql://...).
+
 worker.py dump ROOT NAME              print the session's snapshot as JSON
 worker.py write ROOT NAME             add two messages + context/state/metadata, print ok
 worker.py append ROOT NAME TAG COUNT  wait for a line on stdin, then append COUNT messages
@@ -24,7 +26,7 @@ def digest(text: str) -> str:
 
 def main(argv: list[str]) -> None:
     command, root, name, *rest = argv
-    store = SessionStore(root)
+    store = SessionStore.from_url(root)  # a directory or a postgresql:// URL
     if command == "dump":
         session = store.open(name, create=False)
         print(json.dumps(session.snapshot()))
