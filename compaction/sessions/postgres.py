@@ -136,7 +136,8 @@ class PostgresBackend(Backend):
         try:
             conninfo_to_dict(url)
         except psycopg.ProgrammingError as exc:
-            raise ValueError(f"not a valid PostgreSQL URL {redact(url)!r}: {exc}") from None
+            reason = " ".join(str(exc).split())
+            raise ValueError(f"not a valid PostgreSQL URL {redact(url)!r}: {reason}") from None
         self.url = url
         self.location = redact(url)
         self.min_size, self.max_size = min_size, max_size
