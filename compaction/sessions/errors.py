@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 __all__ = [
     "InvalidSessionName",
@@ -16,6 +17,16 @@ __all__ = [
 ]
 
 
+# The naming rule lives here, not in names.py, so that this module imports nothing of ours.
+MAX_NAME_LENGTH: Final = 128
+
+ALLOWED: Final = (
+    f"A session name is 1 to {MAX_NAME_LENGTH} characters from ASCII letters, digits, "
+    "'.', '_' and '-', starts with a letter or digit, does not end with '.', and is not a "
+    "Windows device name (CON, PRN, AUX, NUL, COM1-COM9, LPT1-LPT9)."
+)
+
+
 class SessionError(Exception):
     """Base class of every session error (except :class:`InvalidSessionName`, a ValueError)."""
 
@@ -24,8 +35,6 @@ class InvalidSessionName(ValueError):
     """A session name that could escape the store root or that some filesystem would mangle."""
 
     def __init__(self, name: object, reason: str) -> None:
-        from .names import ALLOWED
-
         self.name = name
         self.reason = reason
         super().__init__(f"invalid session name {name!r}: {reason}. {ALLOWED}")

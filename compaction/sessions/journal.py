@@ -22,6 +22,7 @@ the write fails part way). So:
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime
@@ -48,6 +49,8 @@ from .history import Entry, History, assign_ids
 __all__ = ["TORN_SUFFIX", "append", "create", "refresh"]
 
 TORN_SUFFIX: Final = ".torn"
+# What open(O_NOFOLLOW) fails with on a symlink: ELOOP (Linux, macOS), EMLINK (FreeBSD).
+_LINK_ERRORS: Final = (errno.ELOOP, errno.EMLINK)
 _ONE: Final = frozenset({"seq", "ts", "message"})
 _BATCH: Final = frozenset({"seq", "ts", "messages"})
 
@@ -94,6 +97,14 @@ def create(
 _Cursor = tuple[tuple[int, int], int, int]
 
 
+def _not_followed(path: Path, exc: OSError) -> SessionFormatError:
+    return SessionFormatError(
+        path,
+        f"cannot be opened safely ({exc.strerror}): a symbolic link where a session file "
+        "should be is never followed; remove it",
+    )
+
+
 def refresh(path: Path, history: History) -> bytes:
     """Read what was committed since ``history`` last read; return the unterminated tail."""
     try:
@@ -101,6 +112,10 @@ def refresh(path: Path, history: History) -> bytes:
     except FileNotFoundError:
         history.reset()
         return b""
+    except OSError as exc:
+        if exc.errno in _LINK_ERRORS:  # a symlink planted in place of the log
+            raise _not_followed(path, exc) from None
+        raise
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         identity = (st.st_dev, st.st_ino)
@@ -187,7 +202,12 @@ def append(
 
 def _repair(path: Path, history: History, tail: bytes, durable: bool) -> None:
     torn = path.with_name(path.name + TORN_SUFFIX)
-    append_bytes(torn, tail + b"\n", durable=durable)
+    try:
+        append_bytes(torn, tail + b"\n", durable=durable)
+    except OSError as exc:
+        if exc.errno in _LINK_ERRORS:  # a planted symlink, never followed
+            raise _not_followed(torn, exc) from None
+        raise
     fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0) | NOFOLLOW)
     try:
         os.ftruncate(fd, history.cursor[1])
