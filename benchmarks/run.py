@@ -32,7 +32,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = "benchmarks"
 
-from . import report, suites
+from . import report, sessions_store, suites
 from .data import DEFAULT_TRANSCRIPTS, Case, concatenation, load_cases
 from .measure import progress
 
@@ -154,7 +154,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--skip",
         default="",
-        help="comma-separated sections to skip: cold,warm,scaling,peers,economics",
+        help="comma-separated sections to skip: cold,warm,scaling,peers,economics,sessions",
     )
     args = parser.parse_args(argv)
     if args.repeats is not None and args.repeats < 1:
@@ -236,6 +236,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
             ),
         )
         section("economics", lambda: suites.economics(cases, concat))
+    section("sessions", lambda: sessions_store.run(quick=args.quick))
     results["machine"]["section_seconds"] = seconds
     results["notes"].extend(_findings(results))
     results["goals"] = report.goals(results)

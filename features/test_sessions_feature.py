@@ -228,8 +228,9 @@ def _set_global(session: Session, ctx: dict[str, Any], key: str, value: str) -> 
 @then("the global context should be persisted to disk")
 def _global_persisted(store: SessionStore, session: Session, ctx: dict[str, Any]) -> None:
     if rows(store, session.name) is not None:
-        assert dump_in_new_process(store.location, session.name)["global_context"]["data"] == (
-            ctx["global"]
+        assert (
+            dump_in_new_process(store.location, session.name)["global_context"]["data"]
+            == (ctx["global"])
         )
         return
     doc = json.loads((session.path / "context.json").read_text())

@@ -63,7 +63,9 @@ def _free_port() -> int:
 class PostgresServer:
     """One server: ``start()``, ``url``, ``restart()``, ``stop()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, fsync: bool = False) -> None:
+        # fsync off by default: the tests restart and kill, they never cut the power.
+        self.fsync = fsync
         self.base = Path(tempfile.mkdtemp(prefix="compaction-pg-"))
         self.data = self.base / "data"
         self.log = self.base / "server.log"
@@ -117,7 +119,7 @@ class PostgresServer:
     def _pg_ctl(self, action: str, *extra: str) -> None:
         options = (
             f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base} "
-            "-c fsync=off -c max_connections=200"
+            f"-c fsync={'on' if self.fsync else 'off'} -c max_connections=200"
         )
         self._run(
             str(_tool("pg_ctl")),

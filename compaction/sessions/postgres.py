@@ -159,7 +159,8 @@ class PostgresBackend(Backend):
                     min_size=self.min_size,
                     max_size=self.max_size,
                     kwargs={"connect_timeout": max(1, int(self.connect_timeout))},
-                    check=ConnectionPool.check_connection,
+                    # No check on checkout (a round trip per call): a connection a server
+                    # restart broke fails its first statement, and _run retries on a new one.
                     timeout=self.connect_timeout,
                     name=f"compaction-sessions-{os.getpid()}",
                     open=True,
@@ -195,6 +196,14 @@ class PostgresBackend(Backend):
                 delay = min(delay * 2, 1.0)
 
     def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
+        with conn.transaction():
+            # The common case, without a lock: the tables are there, at our version.
+            exists = conn.execute("SELECT to_regclass('compaction_schema') IS NOT NULL")
+            if exists.fetchone() == (True,):
+                row = conn.execute("SELECT version FROM compaction_schema").fetchone()
+                if row is not None and row[0] == SCHEMA_VERSION:
+                    self._schema_checked = True
+                    return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             conn.execute(
@@ -323,18 +332,22 @@ class PostgresBackend(Backend):
     ) -> list[Entry]:
         batch = uuid.uuid4()
         stamp = format_ts(at)
+        attempts = 0
 
         def work(conn: psycopg.Connection[Any]) -> list[Entry]:
+            nonlocal attempts
+            attempts += 1
             with conn.transaction():
                 row = self._lock_row(conn, name, create=True)
                 assert row is not None
-                done = conn.execute(
-                    "SELECT seq, ts, body FROM compaction_messages"
-                    " WHERE session = %s AND batch = %s ORDER BY seq",
-                    (name, batch),
-                ).fetchall()
-                if done:  # committed by an attempt whose acknowledgement was lost
-                    return [self._entry(name, *r) for r in done]
+                if attempts > 1:
+                    done = conn.execute(
+                        "SELECT seq, ts, body FROM compaction_messages"
+                        " WHERE session = %s AND batch = %s ORDER BY seq",
+                        (name, batch),
+                    ).fetchall()
+                    if done:  # committed by an attempt whose acknowledgement was lost
+                        return [self._entry(name, *r) for r in done]
                 next_seq = row[2]
                 entries = assign_ids(name, History(), messages, next_seq, at)
                 rows = [

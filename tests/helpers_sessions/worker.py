@@ -18,16 +18,15 @@ import random
 import sys
 import threading
 
+from compaction.messages import Message, ToolCall
+from compaction.sessions import SessionStore
+
 stop = threading.Event()
 
 
 def _watch_stdin() -> None:
     sys.stdin.read()
     stop.set()
-
-
-from compaction.messages import Message, ToolCall
-from compaction.sessions import SessionStore
 
 
 def digest(text: str) -> str:
