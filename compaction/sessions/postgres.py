@@ -163,6 +163,7 @@ class PostgresBackend(Backend):
                     # restart broke fails its first statement, and _run retries on a new one.
                     timeout=self.connect_timeout,
                     name=f"compaction-sessions-{os.getpid()}",
+                    num_workers=1,
                     open=True,
                 )
                 self._pool, self._pid = pool, os.getpid()
