@@ -134,7 +134,8 @@ class FileBackend(Backend):
                 validate_name(child)
             except ValueError:
                 continue
-            if (self.root / child / LOG_FILE).is_file():
+            # A symlink in the root is never a session of ours (see check_private_dir).
+            if not (self.root / child).is_symlink() and (self.root / child / LOG_FILE).is_file():
                 found.append(child)
         return sorted(found)
 

@@ -57,6 +57,7 @@ from .errors import (
     StoreUnavailableError,
 )
 from .history import Entry, History, assign_ids
+from .names import validate_name
 
 __all__ = ["SCHEMA_VERSION", "PostgresBackend"]
 
@@ -104,6 +105,15 @@ def redact(url: str) -> str:
     host = parts.netloc.rsplit("@", 1)[1]
     user = parts.username or ""
     return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
+def _valid(name: str) -> bool:
+    # Rows written by other tools may hold names we would refuse to open: we do not list them.
+    try:
+        validate_name(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _key(message_id: str) -> str:
@@ -244,7 +254,7 @@ class PostgresBackend(Backend):
     def names(self) -> list[str]:
         def work(conn: psycopg.Connection[Any]) -> list[str]:
             rows = conn.execute("SELECT name FROM compaction_sessions").fetchall()
-            return sorted(r[0] for r in rows)
+            return sorted(r[0] for r in rows if _valid(r[0]))
 
         return self._run(work, what="list")
 
