@@ -274,5 +274,5 @@ def test_the_sessions_package_imports_in_one_direction() -> None:
         visit(module, ())
     # and the layers: the neutral Session knows no backend, no backend knows the Session
     assert graph["session"].isdisjoint({"store", "filestore", "journal", "postgres"})
-    for backend in ("filestore", "journal", "postgres", "backend"):
+    for backend in ("filestore", "journal", "postgres", "pgconn", "backend"):
         assert graph[backend].isdisjoint({"session", "store", "mapping", "recall"}), backend
