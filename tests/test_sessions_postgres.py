@@ -11,13 +11,15 @@ import threading
 import time
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from compaction.cli import main
-from compaction.sessions import SessionStore, StoreSchemaError
-from compaction.sessions.postgres import redact
-from tests.postgres_server import PostgresServer
+from compaction.sessions import SessionStore, StoreSchemaError, StoreUnavailableError
+
+psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (compaction[postgres])")
+
+from compaction.sessions.postgres import redact  # noqa: E402 - needs psycopg
+from tests.postgres_server import PostgresServer  # noqa: E402
 
 WORKER = Path(__file__).resolve().parent / "helpers_sessions" / "worker.py"
 pytestmark = pytest.mark.postgres
@@ -122,3 +124,19 @@ def test_the_password_never_shows() -> None:
     assert redact("postgresql://me:s3cret@db:5432/x") == "postgresql://me:***@db:5432/x"
     store = SessionStore.from_url("postgresql://me:s3cret@127.0.0.1:1/x")
     assert "s3cret" not in repr(store) and "s3cret" not in store.location
+
+
+def test_a_server_that_stays_away_is_a_clear_error_not_a_hang() -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens here once the socket closes
+    store = SessionStore.from_url(
+        f"postgresql://u@127.0.0.1:{port}/x", retry_seconds=1.0, connect_timeout=1.0
+    )
+    began = time.monotonic()
+    with pytest.raises(StoreUnavailableError, match="did not come back within 1 s"):
+        store.open("s").add_user("hello")
+    assert time.monotonic() - began < 30
+    store.close()
