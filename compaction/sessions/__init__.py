@@ -14,7 +14,8 @@ path or URL (``SessionStore.from_url("postgresql://…")``, ``file:///dir``, or
 
 Layers, importing downwards only: ``store`` → ``session`` → (``mapping``, ``recall``,
 ``archive``, ``backend``) → ``history``/``codec``/``files``/``names``/``errors``; the backends
-(``filestore`` + ``journal``, ``postgres``) sit beside ``session``, below ``store``.
+(``filestore`` + ``journal``, ``postgres`` + ``pgconn``) sit beside ``session``, below
+``store``; tests/test_sessions_hardening.py checks there is no cycle.
 """
 
 from __future__ import annotations
