@@ -80,9 +80,8 @@ SUITES: Final = (
     Suite("peers", "benchmarks.suites", "peers_suite", "benchmarks.report:peers"),
     Suite("economics", "benchmarks.suites", "economics_suite", "benchmarks.report:economics"),
     Suite("quality", "benchmarks.quality", "suite", "benchmarks.quality_report:markdown"),
-    # Places kept for suites on other branches (uncomment; adapt to their function names):
     Suite("frameworks", "benchmarks.frameworks", "suite", "section"),
-    # Suite("sessions_store", "benchmarks.sessions_store"),
+    Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "RESULTS.md"

@@ -3,6 +3,10 @@
 Reloads that matter ("persisted to disk", "in a new process") read the session back in a
 separate Python process through tests/helpers_sessions/worker.py, so nothing can come from
 this process's memory.
+
+Every scenario runs against each backend (the ``store_url`` fixture in the root conftest.py:
+a directory, then a fresh PostgreSQL database). Steps about what is stored look at the
+storage itself: the files for the file store, the rows for PostgreSQL.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ scenarios("sessions.feature")
 WORKER = Path(__file__).resolve().parents[1] / "tests" / "helpers_sessions" / "worker.py"
 
 
-def dump_in_new_process(root: Path, name: str) -> dict[str, Any]:
+def dump_in_new_process(root: str, name: str) -> dict[str, Any]:
     """The session's snapshot as read by a fresh Python process."""
     out = subprocess.run(
         [sys.executable, str(WORKER), "dump", str(root), name],
@@ -54,9 +58,33 @@ def ctx() -> dict[str, Any]:
 # -- background and opening ------------------------------------------------------------------
 
 
+@pytest.fixture(autouse=True)
+def _every_backend(store_url: str) -> str:
+    # pytest-bdd asks for step fixtures at run time, too late for parametrisation: this
+    # autouse fixture puts the parametrised store_url in every scenario's closure.
+    return store_url
+
+
 @given("a temporary session store", target_fixture="store")
-def _store(tmp_path: Path) -> SessionStore:
-    return SessionStore(tmp_path / "sessions")
+def _store(store_url: str) -> SessionStore:
+    return SessionStore.from_url(store_url)
+
+
+def rows(store: SessionStore, name: str) -> set[str] | None:
+    """For a PostgreSQL store, the documents stored for ``name`` plus "session" when its row
+    exists (read with a connection of our own); None for a file store."""
+    if store.location.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(store.location) as conn:
+            found = conn.execute(
+                "SELECT 1 FROM compaction_sessions WHERE name = %s", (name,)
+            ).fetchone()
+            kinds = conn.execute(
+                "SELECT kind FROM compaction_documents WHERE session = %s", (name,)
+            ).fetchall()
+        return {k for (k,) in kinds} | ({"session"} if found else set())
+    return None
 
 
 @given(parsers.parse('a session named "{name}"'), target_fixture="session")
@@ -80,18 +108,27 @@ def _initialized(store: SessionStore, session: Session) -> None:
     assert store.exists(session.name)
     assert session.messages == ()
     assert session.created is not None
-    assert session.path == store.root / session.name
+    if rows(store, session.name) is None:
+        assert session.path == store.root / session.name
 
 
 @then("the session directory should exist")
 @then("the session directory should still exist")
-def _dir_exists(session: Session) -> None:
+def _dir_exists(store: SessionStore, session: Session) -> None:
+    stored = rows(store, session.name)
+    if stored is not None:
+        assert "session" in stored
+        return
     assert session.path.is_dir()
     assert stat.S_IMODE(session.path.stat().st_mode) == 0o700
 
 
 @then("the session files should be created")
-def _files_created(session: Session) -> None:
+def _files_created(store: SessionStore, session: Session) -> None:
+    stored = rows(store, session.name)
+    if stored is not None:
+        assert {"session", "context", "state", "metadata"} <= stored
+        return
     names = {p.name for p in session.path.iterdir()}
     assert {"messages.jsonl", "context.json", "state.json", "metadata.json"} <= names
     for name in ("messages.jsonl", "context.json", "state.json", "metadata.json"):
@@ -121,15 +158,15 @@ def _save(session: Session) -> None:
 
 @then("the messages should be persisted to disk")
 def _persisted(store: SessionStore, session: Session, ctx: dict[str, Any]) -> None:
-    snapshot = dump_in_new_process(store.root, session.name)
+    snapshot = dump_in_new_process(store.location, session.name)
     expected = [(m.role, m.content, m.id) for m in ctx["added"]]
     assert messages_of(snapshot) == expected
 
 
 @when(parsers.parse('I open the session "{name}" again in a new process'))
 def _reopen_new_process(store: SessionStore, ctx: dict[str, Any], name: str) -> None:
-    ctx["reloaded"] = dump_in_new_process(store.root, name)
-    ctx["reopened"] = SessionStore(store.root).open(name, create=False)
+    ctx["reloaded"] = dump_in_new_process(store.location, name)
+    ctx["reopened"] = SessionStore.from_url(store.location).open(name, create=False)
 
 
 @then("the loaded messages should match the saved messages")
@@ -154,7 +191,7 @@ def _add_many(session: Session, ctx: dict[str, Any], count: int) -> None:
 
 @when(parsers.parse("I request the last {n:d} messages"))
 def _last(session: Session, ctx: dict[str, Any], n: int) -> None:
-    ctx["last"] = SessionStore(session.store.root).open(session.name).last(n)
+    ctx["last"] = SessionStore.from_url(session.store.location).open(session.name).last(n)
 
 
 @then(parsers.parse("I should receive exactly {n:d} messages"))
@@ -176,7 +213,7 @@ def _clear(store: SessionStore, session: Session) -> None:
 @then("the message history should be empty")
 def _empty(store: SessionStore, session: Session) -> None:
     assert session.messages == ()
-    assert dump_in_new_process(store.root, session.name)["messages"] == []
+    assert dump_in_new_process(store.location, session.name)["messages"] == []
 
 
 # -- global context, state, metadata ---------------------------------------------------------
@@ -190,6 +227,12 @@ def _set_global(session: Session, ctx: dict[str, Any], key: str, value: str) -> 
 
 @then("the global context should be persisted to disk")
 def _global_persisted(store: SessionStore, session: Session, ctx: dict[str, Any]) -> None:
+    if rows(store, session.name) is not None:
+        assert (
+            dump_in_new_process(store.location, session.name)["global_context"]["data"]
+            == (ctx["global"])
+        )
+        return
     doc = json.loads((session.path / "context.json").read_text())
     assert doc["format"] == "compaction.session.context"
     assert doc["data"] == ctx["global"]
@@ -197,7 +240,7 @@ def _global_persisted(store: SessionStore, session: Session, ctx: dict[str, Any]
 
 @when("I reload the session in a new process")
 def _reload_new_process(store: SessionStore, session: Session, ctx: dict[str, Any]) -> None:
-    ctx["reloaded"] = dump_in_new_process(store.root, session.name)
+    ctx["reloaded"] = dump_in_new_process(store.location, session.name)
 
 
 @then(parsers.parse('the global context should contain "{key}" with value "{value}"'))
@@ -224,14 +267,14 @@ def _metadata_now(session: Session, ctx: dict[str, Any], key: str) -> None:
 
 @then(parsers.parse('the state "{key}" should be "{value}" after a reload'))
 def _state_after_reload(store: SessionStore, session: Session, key: str, value: str) -> None:
-    assert SessionStore(store.root).open(session.name).state[key] == value
-    assert dump_in_new_process(store.root, session.name)["state"]["data"] == {key: value}
+    assert SessionStore.from_url(store.location).open(session.name).state[key] == value
+    assert dump_in_new_process(store.location, session.name)["state"]["data"] == {key: value}
 
 
 @then("the metadata should contain the timestamp after a reload")
 def _metadata_after_reload(store: SessionStore, session: Session, ctx: dict[str, Any]) -> None:
     key, stamp = ctx["metadata"]
-    metadata = dump_in_new_process(store.root, session.name)["metadata"]["data"]
+    metadata = dump_in_new_process(store.location, session.name)["metadata"]["data"]
     assert metadata[key] == stamp
     written = datetime.fromisoformat(metadata[key])
     assert abs(datetime.now(timezone.utc) - written) < timedelta(hours=1)
@@ -254,7 +297,8 @@ def _delete(store: SessionStore, session: Session) -> None:
 
 @then("the session directory should not exist")
 def _dir_gone(store: SessionStore, session: Session) -> None:
-    assert not session.path.exists()
+    stored = rows(store, session.name)
+    assert stored == set() if stored is not None else not session.path.exists()
     assert not store.exists(session.name)
     assert session.name not in store.list()
 
@@ -266,7 +310,7 @@ def _open_deleted(store: SessionStore, name: str) -> None:
     with pytest.raises(SessionNotFoundError) as info:
         store.open(name, create=False)
     assert name in str(info.value)
-    assert str(store.root) in str(info.value)
+    assert store.location in str(info.value)
     assert isinstance(info.value, LookupError)
 
 
@@ -332,8 +376,8 @@ def _import(store: SessionStore, ctx: dict[str, Any], name: str) -> Session:
 
 @then("the imported session should match the original")
 def _imported_matches(store: SessionStore, session: Session, imported: Session) -> None:
-    original = dump_in_new_process(store.root, session.name)
-    copy = dump_in_new_process(store.root, imported.name)
+    original = dump_in_new_process(store.location, session.name)
+    copy = dump_in_new_process(store.location, imported.name)
     assert copy["name"] == imported.name != original["name"]
     for key in ("messages", "global_context", "state", "metadata", "view", "created"):
         assert copy[key] == original[key], key
@@ -413,6 +457,10 @@ def _empty_list(ctx: dict[str, Any]) -> None:
 
 @then(parsers.parse('nothing should have been written for "{name}"'))
 def _nothing_written(store: SessionStore, name: str) -> None:
-    assert not (store.root / name).exists()
     assert name not in store.list()
+    stored = rows(store, name)
+    if stored is not None:
+        assert stored == set()
+        return
+    assert not (store.root / name).exists()
     assert not os.path.exists(store.root / name)

@@ -15,9 +15,14 @@ __all__ = ["run"]
 
 
 def _store(args: Any) -> Any:
+    """The store ``--store`` names (a directory, ``file:///dir`` or ``postgresql://…``), else
+    ``$COMPACTION_SESSIONS_URL``, else ``$COMPACTION_SESSIONS_DIR``, else the default."""
     from ..sessions import SessionStore
 
-    return SessionStore(args.store) if args.store else SessionStore()
+    try:
+        return SessionStore.from_url(args.store) if args.store else SessionStore()
+    except (ValueError, TypeError, ImportError) as exc:
+        raise CliError(f"--store: {exc}") from None
 
 
 def _stamp(moment: Any) -> str | None:
@@ -30,7 +35,7 @@ def _summary(session: Any) -> dict[str, Any]:
         "messages": len(session.entries),
         "created": _stamp(session.created),
         "updated": _stamp(session.updated),
-        "path": str(session.path),
+        "path": session.location,
     }
 
 

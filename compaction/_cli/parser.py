@@ -142,7 +142,8 @@ examples:
   compaction session clear my-agent       # empty the history, keep context and state
   compaction session delete my-agent
 
-The store is --store DIR, else $COMPACTION_SESSIONS_DIR, else the default location.
+The store is --store (a directory, file:///dir or postgresql://user@host/db), else
+$COMPACTION_SESSIONS_URL, else $COMPACTION_SESSIONS_DIR, else the default location.
 """
 
 
@@ -275,7 +276,10 @@ def build_parser() -> Parser:
     actions.required = True
     store = Parser(add_help=False)
     store.add_argument(
-        "--store", metavar="DIR", help="session store (default: $COMPACTION_SESSIONS_DIR)"
+        "--store",
+        metavar="URL",
+        help="session store: a directory, file:///dir or postgresql://user@host/db "
+        "(default: $COMPACTION_SESSIONS_URL, else $COMPACTION_SESSIONS_DIR)",
     )
     common = [_common("print JSON on stdout"), store]
 

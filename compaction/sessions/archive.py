@@ -1,13 +1,14 @@
 """Export a session to one JSON file, and import it back under any name, identical.
 
 The export holds everything: every message with its sequence number and timestamp, global
-context, state, metadata (with their "updated" stamps) and the stored view. Importing builds
-the new session in a hidden directory and renames it into place, so it appears whole or not
-at all.
+context, state, metadata (with their "updated" stamps) and the stored view. The layout is
+the same whichever backend wrote it, so a session exported from files imports into PostgreSQL
+(and back) unchanged; each backend's ``restore`` creates it whole or not at all.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,15 +19,15 @@ from .codec import (
     PREFIX,
     check_header,
     decode_message,
-    dump_document,
     encode_json,
+    encode_message,
     format_ts,
     loads,
     now,
     parse_ts,
 )
 from .errors import SessionFormatError
-from .journal import Entry, Journal
+from .history import Entry
 
 __all__ = ["EXPORT_FORMAT", "Archive", "dump_archive", "read_archive"]
 
@@ -36,23 +37,41 @@ _SECTIONS: Final = {"global_context": "context", "state": "state", "metadata": "
 
 @attrs.frozen
 class Archive:
-    """A parsed export file."""
+    """Everything in one session, in the same shape whichever backend it came from."""
 
     name: str
-    created: Any  # datetime
+    created: datetime
     first_seq: int
     entries: tuple[Entry, ...]
     documents: dict[str, dict[str, Any]]  # kind -> {"updated", "data"}
-    view: dict[str, Any] | None  # {"updated", "through_seq", "messages": [encoded]}
+    view: dict[str, Any] | None  # {"updated", "through_seq", "based_on", "messages": [encoded]}
+
+    def to_json(self) -> dict[str, Any]:
+        """The archive as JSON-ready data (what ``Session.snapshot`` answers)."""
+        return {
+            "name": self.name,
+            "created": format_ts(self.created),
+            "first_seq": self.first_seq,
+            "messages": [
+                {"seq": e.seq, "ts": format_ts(e.timestamp), "message": encode_message(e.message)}
+                for e in self.entries
+            ],
+            **{
+                key: {"updated": doc["updated"], "data": doc["data"]}
+                for key, kind in _SECTIONS.items()
+                for doc in [self.documents[kind]]
+            },
+            "view": None if self.view is None else dict(self.view),
+        }
 
 
-def dump_archive(snapshot: dict[str, Any]) -> bytes:
-    """The bytes of an export file for a session ``snapshot``."""
+def dump_archive(archive: Archive) -> bytes:
+    """The bytes of an export file holding ``archive``."""
     doc = {
         "format": EXPORT_FORMAT,
         "version": FORMAT_VERSION,
         "exported": format_ts(now()),
-        **snapshot,
+        **archive.to_json(),
     }
     return encode_json(doc, indent=1)
 
@@ -119,26 +138,9 @@ def read_archive(path: Path) -> Archive:
                 return fail(f"view.messages[{i}]: {reason}")
 
             decode_message(item, in_view)
+        based_on = view.get("based_on", through)
+        if not isinstance(based_on, int) or isinstance(based_on, bool) or based_on < through:
+            raise fail("'view.based_on' must be an integer, at least 'through_seq'")
         view = {k: view[k] for k in ("updated", "through_seq", "messages")}
+        view["based_on"] = based_on
     return Archive(name, created, first_seq, tuple(entries), documents, view)
-
-
-def write_archive_files(directory: Path, name: str, archive: Archive, *, durable: bool) -> None:
-    """Write the files of a session named ``name`` holding ``archive`` into ``directory``."""
-    from .files import write_new_file
-    from .session import FILES, LOG_FILE
-
-    Journal.create(
-        directory / LOG_FILE,
-        name,
-        archive.created,
-        archive.first_seq,
-        archive.entries,
-        durable=durable,
-    )
-    for kind, body in archive.documents.items():
-        write_new_file(directory / FILES[kind], dump_document(kind, body), durable=durable)
-    if archive.view is not None:
-        write_new_file(
-            directory / FILES["view"], dump_document("view", archive.view), durable=durable
-        )

@@ -16,10 +16,12 @@ from typing import Any, Final
 
 from ..messages import Message, ToolCall
 from .errors import SessionFormatError
+from .files import read_bytes
 
 __all__ = [
     "FORMAT_VERSION",
     "check_json",
+    "check_view",
     "decode_message",
     "dump_document",
     "encode_json",
@@ -209,5 +211,27 @@ def read_document(path: Path, kind: str) -> dict[str, Any]:
     def fail(reason: str) -> SessionFormatError:
         return SessionFormatError(path, reason)
 
-    data = path.read_bytes()
+    data = read_bytes(path)  # never through a symlink
     return check_header(loads(data, fail), f"{PREFIX}.{kind}", fail)
+
+
+def check_view(doc: dict[str, Any], fail: Callable[[str], SessionFormatError]) -> list[Message]:
+    """Check a view document's fields (``based_on`` defaults to ``through_seq`` for views
+    stored before it existed); return its messages, decoded."""
+    through = doc.get("through_seq")
+    if not isinstance(through, int) or isinstance(through, bool) or through < 0:
+        raise fail("'through_seq' must be a non-negative integer")
+    based_on = doc.setdefault("based_on", through)
+    if not isinstance(based_on, int) or isinstance(based_on, bool) or based_on < through:
+        raise fail("'based_on' must be an integer, at least 'through_seq'")
+    items = doc.get("messages")
+    if not isinstance(items, list):
+        raise fail("'messages' must be a list")
+    out = []
+    for i, item in enumerate(items):
+
+        def where(reason: str, i: int = i) -> SessionFormatError:
+            return fail(f"messages[{i}]: {reason}")
+
+        out.append(decode_message(item, where))
+    return out

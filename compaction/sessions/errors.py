@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 __all__ = [
     "InvalidSessionName",
@@ -10,7 +11,20 @@ __all__ = [
     "SessionExistsError",
     "SessionFormatError",
     "SessionNotFoundError",
+    "StaleViewError",
+    "StoreSchemaError",
+    "StoreUnavailableError",
 ]
+
+
+# The naming rule lives here, not in names.py, so that this module imports nothing of ours.
+MAX_NAME_LENGTH: Final = 128
+
+ALLOWED: Final = (
+    f"A session name is 1 to {MAX_NAME_LENGTH} characters from ASCII letters, digits, "
+    "'.', '_' and '-', starts with a letter or digit, does not end with '.', and is not a "
+    "Windows device name (CON, PRN, AUX, NUL, COM1-COM9, LPT1-LPT9)."
+)
 
 
 class SessionError(Exception):
@@ -21,8 +35,6 @@ class InvalidSessionName(ValueError):
     """A session name that could escape the store root or that some filesystem would mangle."""
 
     def __init__(self, name: object, reason: str) -> None:
-        from .names import ALLOWED
-
         self.name = name
         self.reason = reason
         super().__init__(f"invalid session name {name!r}: {reason}. {ALLOWED}")
@@ -31,7 +43,7 @@ class InvalidSessionName(ValueError):
 class SessionNotFoundError(SessionError, LookupError):
     """The named session does not exist in this store (never created, or deleted)."""
 
-    def __init__(self, name: str, root: Path) -> None:
+    def __init__(self, name: str, root: Path | str) -> None:
         self.name = name
         self.root = root
         super().__init__(f"session {name!r} does not exist in the session store at {root}")
@@ -43,7 +55,7 @@ class SessionNotFoundError(SessionError, LookupError):
 class SessionExistsError(SessionError, FileExistsError):
     """Importing under a name that is already taken (we never merge into a live session)."""
 
-    def __init__(self, name: str, root: Path) -> None:
+    def __init__(self, name: str, root: Path | str) -> None:
         self.name = name
         self.root = root
         super().__init__(f"session {name!r} already exists in the session store at {root}")
@@ -65,3 +77,23 @@ class SessionFormatError(SessionError, ValueError):
         self.reason = reason
         where = f"{self.path}" if line is None else f"{self.path}, line {line}"
         super().__init__(f"{where}: {reason}")
+
+
+class StaleViewError(SessionError, ValueError):
+    """``set_view`` of a view computed from a history that is no longer the newest one.
+
+    Another writer stored a view computed from more of the history, or the history was
+    cleared under the view: storing it would roll the session back. Recompute the view from
+    ``session.view()`` and try again.
+    """
+
+
+class StoreSchemaError(SessionError):
+    """A database whose session tables were made by a newer compaction (or are not ours)."""
+
+
+class StoreUnavailableError(SessionError, ConnectionError):
+    """The store's server could not be reached (for as long as the store retries).
+
+    Nothing was half written: a call either committed before returning, or raises this.
+    """

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 import sys
 import time
 from pathlib import Path
@@ -18,6 +19,10 @@ from types import TracebackType
 
 __all__ = [
     "FileLock",
+    "UnsafeLocationError",
+    "check_private_dir",
+    "read_bytes",
+    "append_all_or_nothing",
     "append_bytes",
     "atomic_write",
     "ensure_private_dir",
@@ -29,6 +34,56 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 _POSIX = os.name == "posix"
 _BINARY = getattr(os, "O_BINARY", 0)
+# Where the platform has it (POSIX), opening a symlink fails with ELOOP instead of following it.
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+
+
+class UnsafeLocationError(PermissionError):
+    """A store root or session directory we must not trust (see :func:`check_private_dir`)."""
+
+
+def check_private_dir(path: Path, what: str, *, follow: bool = False) -> bool:
+    """True when ``path`` is a directory only we can write to; False when it does not exist.
+
+    Refused (UnsafeLocationError, saying how to fix it): a symlink (unless ``follow``, for a
+    store root the user chose), a non-directory, a directory another user owns, or one that
+    group or others can write to.
+    """
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafeLocationError(
+            f"{what} {path} is a symbolic link; a session directory must be a real directory "
+            "(remove the link)"
+        )
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafeLocationError(f"{what} {path} is not a directory")
+    if not _POSIX:
+        return True
+    uid = os.geteuid()
+    if st.st_uid != uid:
+        raise UnsafeLocationError(
+            f"{what} {path} is owned by uid {st.st_uid}, not by you (uid {uid}): another user "
+            "could change what is in it. Use a session store you own (--store or "
+            "COMPACTION_SESSIONS_URL), or take ownership: chown -R "
+            f"{uid} {path}"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafeLocationError(
+            f"{what} {path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o}): "
+            "anyone who can write there could plant links that make your next write land in "
+            f"another file. Fix it with: chmod go-w {path}"
+        )
+    return True
+
+
+def read_bytes(path: Path) -> bytes:
+    """The contents of ``path``, never through a symlink (FileNotFoundError if absent)."""
+    fd = os.open(path, os.O_RDONLY | _BINARY | NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def ensure_private_dir(path: Path) -> None:
@@ -53,7 +108,7 @@ def fsync_dir(path: Path) -> None:
     """Make a rename or create in ``path`` durable (a no-op where directories cannot be opened)."""
     if not _POSIX:
         return
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | NOFOLLOW)
     try:
         os.fsync(fd)
     finally:
@@ -68,7 +123,7 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def _write_owner_only(path: Path, flags: int, data: bytes, durable: bool) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | _BINARY | flags, FILE_MODE)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | _BINARY | NOFOLLOW | flags, FILE_MODE)
     try:
         if _POSIX:
             os.fchmod(fd, FILE_MODE)  # the umask may have widened or narrowed FILE_MODE
@@ -103,6 +158,28 @@ def append_bytes(path: Path, data: bytes, *, durable: bool = True) -> None:
     _write_owner_only(path, os.O_APPEND, data, durable)
 
 
+def append_all_or_nothing(path: Path, data: bytes, end: int, *, durable: bool = True) -> None:
+    """Append ``data`` to the existing file ``path``, whose committed length is ``end``.
+
+    When the write fails part way (a full disk, a file size limit), the bytes that did land
+    are cut off again before the error is raised, so the file holds all of ``data`` or none.
+    """
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | _BINARY | NOFOLLOW)
+    try:
+        try:
+            _write_all(fd, data)
+            if durable:
+                os.fsync(fd)
+        except BaseException:
+            # Best effort: if even this fails, the unterminated tail is a torn record that
+            # readers skip and the next writer sets aside (see journal.py).
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, end)
+            raise
+    finally:
+        os.close(fd)
+
+
 class FileLock:
     """An exclusive lock between processes (and threads) on ``path``: flock, or msvcrt.
 
@@ -110,14 +187,16 @@ class FileLock:
     on it is how two processes end up "holding" the same lock.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, blocking: bool = True) -> None:
         self.path = path
+        self.blocking = blocking
         self._fd: int | None = None
 
     def __enter__(self) -> FileLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _BINARY, FILE_MODE)
+        """Take the lock (BlockingIOError at once when not ``blocking`` and it is held)."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _BINARY | NOFOLLOW, FILE_MODE)
         try:
-            _lock(fd)
+            _lock(fd, self.blocking)
         except BaseException:
             os.close(fd)
             raise
@@ -142,9 +221,16 @@ class FileLock:
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
-    def _lock(fd: int) -> None:
+    def _lock(fd: int, blocking: bool) -> None:
         # msvcrt.locking gives up after ~10 s of retries; a lock is held only for one write,
         # so we keep asking rather than fail a legitimate wait.
+        if not blocking:
+            os.lseek(fd, 0, os.SEEK_SET)
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
+                raise BlockingIOError(f"{fd} is locked") from None
+            return
         while True:
             try:
                 os.lseek(fd, 0, os.SEEK_SET)
@@ -160,8 +246,8 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
 else:
     import fcntl
 
-    def _lock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    def _lock(fd: int, blocking: bool) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
 
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)

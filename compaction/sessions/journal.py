@@ -1,11 +1,14 @@
-"""The append-only message log of a session: ``messages.jsonl``.
+"""The append-only message log of a file session: ``messages.jsonl``.
 
 Line 1 is a header (``{"format": "compaction.session", "version": 1, ...}``); every other
-line is one record ``{"seq": n, "ts": "...", "message": {...}}`` with consecutive ``seq``.
+line is one record: ``{"seq": n, "ts": "...", "message": {...}}`` for one message, or
+``{"seq": n, "ts": "...", "messages": [{...}, ...]}`` for a batch added in one call (seq n,
+n+1, ...). A batch is one line so that it is committed whole or not at all: a tool call is
+never kept without the results that came with it.
 
 A record is *committed* once its terminating newline is in the file. Appends happen under
-the session lock, each batch in one write of whole lines, and are fsynced before ``add``
-returns. So:
+the session lock, one write per batch, fsynced before ``add`` returns (and cut back off if
+the write fails part way). So:
 
 - a reader (which takes no lock) that meets an unterminated last line treats it as not yet
   written: it is either another process's append in progress or an append torn by a crash,
@@ -19,17 +22,15 @@ returns. So:
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
-import attrs
-
 from .._log import log
 from ..messages import Message
-from ..transcript import message_ref
 from .codec import (
     FORMAT_VERSION,
     PREFIX,
@@ -42,31 +43,21 @@ from .codec import (
     parse_ts,
 )
 from .errors import SessionFormatError
-from .files import append_bytes, atomic_write
+from .files import NOFOLLOW, append_all_or_nothing, append_bytes, atomic_write
+from .history import Entry, History, assign_ids
 
-__all__ = ["Entry", "Journal", "TORN_SUFFIX"]
+__all__ = ["TORN_SUFFIX", "append", "create", "refresh"]
 
 TORN_SUFFIX: Final = ".torn"
-_RECORD_FIELDS: Final = frozenset({"seq", "ts", "message"})
-
-
-@attrs.frozen(slots=True)
-class Entry:
-    """One message of a session's raw history, with its sequence number and when it was added."""
-
-    seq: int
-    timestamp: datetime
-    message: Message
-
-
-def _line(data: dict[str, Any]) -> bytes:
-    # json.dumps escapes newlines inside strings, so one record is exactly one line.
-    return encode_json(data)
+# What open(O_NOFOLLOW) fails with on a symlink: ELOOP (Linux, macOS), EMLINK (FreeBSD).
+_LINK_ERRORS: Final = (errno.ELOOP, errno.EMLINK)
+_ONE: Final = frozenset({"seq", "ts", "message"})
+_BATCH: Final = frozenset({"seq", "ts", "messages"})
 
 
 def header_line(session: str, created: datetime, first_seq: int) -> bytes:
     """The first line of a log."""
-    return _line(
+    return encode_json(
         {
             "format": PREFIX,
             "version": FORMAT_VERSION,
@@ -77,195 +68,151 @@ def header_line(session: str, created: datetime, first_seq: int) -> bytes:
     )
 
 
-def record_line(entry: Entry) -> bytes:
-    """The line storing ``entry``."""
-    return _line(
-        {
-            "seq": entry.seq,
-            "ts": format_ts(entry.timestamp),
-            "message": encode_message(entry.message),
-        }
+def record_line(entries: Sequence[Entry]) -> bytes:
+    """The one line storing ``entries`` (consecutive, added together)."""
+    # json.dumps escapes newlines inside strings, so one record is exactly one line.
+    head: dict[str, Any] = {"seq": entries[0].seq, "ts": format_ts(entries[0].timestamp)}
+    if len(entries) == 1:
+        head["message"] = encode_message(entries[0].message)
+    else:
+        head["messages"] = [encode_message(e.message) for e in entries]
+    return encode_json(head)
+
+
+def create(
+    path: Path,
+    session: str,
+    created: datetime,
+    first_seq: int = 0,
+    entries: Iterable[Entry] = (),
+    *,
+    durable: bool = True,
+) -> None:
+    """Atomically (re)place the log at ``path`` with a header and ``entries``."""
+    data = header_line(session, created, first_seq) + b"".join(record_line([e]) for e in entries)
+    atomic_write(path, data, durable=durable)
+
+
+# The cursor a History keeps for a log: (device, inode), bytes read, lines read.
+_Cursor = tuple[tuple[int, int], int, int]
+
+
+def _not_followed(path: Path, exc: OSError) -> SessionFormatError:
+    return SessionFormatError(
+        path,
+        f"cannot be opened safely ({exc.strerror}): a symbolic link where a session file "
+        "should be is never followed; remove it",
     )
 
 
-class Journal:
-    """Reads ``messages.jsonl`` incrementally and appends to it (callers hold the lock to write)."""
+def refresh(path: Path, history: History) -> bytes:
+    """Read what was committed since ``history`` last read; return the unterminated tail."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | NOFOLLOW)
+    except FileNotFoundError:
+        history.reset()
+        return b""
+    except OSError as exc:
+        if exc.errno in _LINK_ERRORS:  # a symlink planted in place of the log
+            raise _not_followed(path, exc) from None
+        raise
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        identity = (st.st_dev, st.st_ino)
+        cursor: _Cursor | None = history.cursor
+        # clear() replaces the file (new inode); anything else only ever grows it.
+        if cursor is None or cursor[0] != identity or st.st_size < cursor[1]:
+            history.reset((identity, 0, 0))
+            cursor = history.cursor
+        assert cursor is not None
+        f.seek(cursor[1])
+        data = f.read()
+    end = data.rfind(b"\n") + 1
+    if end:
+        _parse(path, history, data[:end])
+    return data[end:]
 
-    def __init__(self, path: Path, *, durable: bool = True) -> None:
-        self.path = path
-        self.durable = durable
-        self._reset(None)
 
-    def _reset(self, identity: tuple[int, int] | None) -> None:
-        self._identity = identity
-        self._offset = 0
-        self._lines = 0
-        self._first_seq = 0
-        self._created: datetime | None = None
-        self._entries: list[Entry] = []
-        self._ids: dict[str, int] = {}
-        self._fingerprints: dict[str, int] = {}
-        self._fingerprinted = 0
+def _parse(path: Path, history: History, block: bytes) -> None:
+    identity, offset, line_no = history.cursor
+    first_seq, created = history.first_seq, history.created
+    next_seq = history.next_seq
+    entries: list[Entry] = []
+    for raw in block.split(b"\n")[:-1]:
+        line_no += 1
 
-    # -- reading ----------------------------------------------------------------------------
+        def fail(reason: str, line_no: int = line_no) -> SessionFormatError:
+            return SessionFormatError(path, reason, line=line_no)
 
-    @property
-    def entries(self) -> Sequence[Entry]:
-        return self._entries
-
-    @property
-    def created(self) -> datetime | None:
-        return self._created
-
-    @property
-    def first_seq(self) -> int:
-        return self._first_seq
-
-    @property
-    def next_seq(self) -> int:
-        return self._first_seq + len(self._entries)
-
-    def exists(self) -> bool:
-        return self.path.exists()
-
-    def refresh(self) -> bytes:
-        """Read whatever was committed since the last call; return the unterminated tail."""
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed below, after fstat
-        except FileNotFoundError:
-            self._reset(None)
-            return b""
-        with f:
-            st = os.fstat(f.fileno())
-            identity = (st.st_dev, st.st_ino)
-            # clear() replaces the file (new inode); anything else only ever grows it.
-            if identity != self._identity or st.st_size < self._offset:
-                self._reset(identity)
-            f.seek(self._offset)
-            data = f.read()
-        end = data.rfind(b"\n") + 1
-        if end:
-            self._parse(data[:end])
-        return data[end:]
-
-    def _parse(self, block: bytes) -> None:
-        lines = block.split(b"\n")[:-1]
-        line_no = self._lines
-        first_seq, created = self._first_seq, self._created
-        entries: list[Entry] = []
-        for raw in lines:
-            line_no += 1
-
-            def fail(reason: str, line_no: int = line_no) -> SessionFormatError:
-                return SessionFormatError(self.path, reason, line=line_no)
-
-            if not raw.strip():
-                raise fail("empty line (expected one JSON record per line)")
-            doc = loads(raw, fail)
-            if line_no == 1:
-                check_header(doc, PREFIX, fail)
-                first_seq = doc.get("first_seq", 0)
-                if not isinstance(first_seq, int) or isinstance(first_seq, bool) or first_seq < 0:
-                    raise fail("header 'first_seq' must be a non-negative integer")
-                created = parse_ts(doc.get("created"), fail)
-                continue
-            if not isinstance(doc, dict) or set(doc) != _RECORD_FIELDS:
-                raise fail("a record must be an object with exactly seq, ts and message")
-            expected = first_seq + len(self._entries) + len(entries)
-            if doc["seq"] != expected:
-                raise fail(
-                    f"record seq {doc['seq']!r} out of order (expected {expected}): the log "
-                    "was edited or two logs were concatenated"
-                )
-            entries.append(
-                Entry(expected, parse_ts(doc["ts"], fail), decode_message(doc["message"], fail))
+        if not raw.strip():
+            raise fail("empty line (expected one JSON record per line)")
+        doc = loads(raw, fail)
+        if line_no == 1:
+            check_header(doc, PREFIX, fail)
+            first_seq = doc.get("first_seq", 0)
+            if not isinstance(first_seq, int) or isinstance(first_seq, bool) or first_seq < 0:
+                raise fail("header 'first_seq' must be a non-negative integer")
+            created = parse_ts(doc.get("created"), fail)
+            next_seq = first_seq
+            continue
+        if not isinstance(doc, dict) or set(doc) not in (_ONE, _BATCH):
+            raise fail("a record must be an object with exactly seq, ts and message (or messages)")
+        if doc["seq"] != next_seq:
+            raise fail(
+                f"record seq {doc['seq']!r} out of order (expected {next_seq}): the log "
+                "was edited or two logs were concatenated"
             )
-        if self._lines == 0 and line_no == 0:
-            return
-        self._first_seq, self._created = first_seq, created
-        base = len(self._entries)
-        for i, entry in enumerate(entries):
-            if entry.message.id is not None:
-                self._ids.setdefault(entry.message.id, base + i)
-        self._entries.extend(entries)
-        self._lines = line_no
-        self._offset += len(block)
+        ts = parse_ts(doc["ts"], fail)
+        items = [doc["message"]] if "message" in doc else doc["messages"]
+        if not isinstance(items, list) or not items:
+            raise fail("'messages' must be a non-empty list")
+        for item in items:
+            entries.append(Entry(next_seq, ts, decode_message(item, fail)))
+            next_seq += 1
+    if line_no == 0:
+        return
+    history.first_seq, history.created = first_seq, created
+    history.extend(entries)
+    history.cursor = (identity, offset + len(block), line_no)
 
-    def find(self, ref: str) -> Entry | None:
-        """The entry whose message has id ``ref``, or whose content fingerprint is ``ref``."""
-        index = self._ids.get(ref)
-        if index is None and ref.startswith("sha1:"):
-            self._index_fingerprints()
-            index = self._fingerprints.get(ref)
-        return None if index is None else self._entries[index]
 
-    def _index_fingerprints(self) -> None:
-        # Provenance names a message without an id by its content fingerprint; our stored
-        # messages all have ids, so we fingerprint them as they were before we assigned one.
-        for i in range(self._fingerprinted, len(self._entries)):
-            m = self._entries[i].message
-            self._fingerprints.setdefault(message_ref(m.replace(id=None, tokens=m.tokens)), i)
-        self._fingerprinted = len(self._entries)
+def append(
+    path: Path,
+    session: str,
+    history: History,
+    messages: Sequence[Message],
+    at: datetime,
+    *,
+    durable: bool,
+) -> list[Entry]:
+    """Append ``messages`` as one record (the caller holds the session lock)."""
+    tail = refresh(path, history)
+    if history.cursor is None or history.cursor[2] == 0:
+        raise SessionFormatError(path, "the log has no header line")
+    if tail:
+        _repair(path, history, tail, durable)
+    entries = assign_ids(session, history, messages, history.next_seq, at)
+    data = record_line(entries)
+    identity, offset, lines = history.cursor
+    append_all_or_nothing(path, data, offset, durable=durable)
+    history.extend(entries)
+    history.cursor = (identity, offset + len(data), lines + 1)
+    return entries
 
-    # -- writing (the caller holds the session lock) -----------------------------------------
 
-    @staticmethod
-    def create(
-        path: Path,
-        session: str,
-        created: datetime,
-        first_seq: int = 0,
-        entries: Iterable[Entry] = (),
-        *,
-        durable: bool = True,
-    ) -> None:
-        """Atomically (re)place the log at ``path`` with a header and ``entries``."""
-        data = header_line(session, created, first_seq) + b"".join(record_line(e) for e in entries)
-        atomic_write(path, data, durable=durable)
-
-    def append(self, session: str, messages: Sequence[Message], at: datetime) -> list[Entry]:
-        """Append ``messages`` (ids assigned where missing); return the stored entries."""
-        tail = self.refresh()
-        if self._lines == 0:
-            raise SessionFormatError(self.path, "the log has no header line")
-        if tail:
-            self._repair(tail)
-        seq = self.next_seq
-        entries: list[Entry] = []
-        seen: set[str] = set()
-        for message in messages:
-            message_id = message.id
-            if message_id is None:
-                message_id = f"{session}-{seq}"
-                message = message.replace(id=message_id, tokens=message.tokens)
-            if message_id in self._ids or message_id in seen:
-                raise ValueError(
-                    f"message id {message_id!r} is already in session {session!r}: ids name "
-                    "one message each, so recall stays unambiguous"
-                )
-            seen.add(message_id)
-            entries.append(Entry(seq, at, message))
-            seq += 1
-        data = b"".join(record_line(e) for e in entries)
-        append_bytes(self.path, data, durable=self.durable)
-        base = len(self._entries)
-        for i, entry in enumerate(entries):
-            self._ids[entry.message.id] = base + i  # type: ignore[index]
-        self._entries.extend(entries)
-        self._lines += len(entries)
-        self._offset += len(data)
-        return entries
-
-    def _repair(self, tail: bytes) -> None:
-        torn = self.path.with_name(self.path.name + TORN_SUFFIX)
-        append_bytes(torn, tail + b"\n", durable=self.durable)
-        with open(self.path, "r+b") as f:
-            f.truncate(self._offset)
-            if self.durable:
-                os.fsync(f.fileno())
-        log.warning(
-            "session.torn_line_repaired",
-            path=str(self.path),
-            kept_in=str(torn),
-            bytes=len(tail),
-        )
+def _repair(path: Path, history: History, tail: bytes, durable: bool) -> None:
+    torn = path.with_name(path.name + TORN_SUFFIX)
+    try:
+        append_bytes(torn, tail + b"\n", durable=durable)
+    except OSError as exc:
+        if exc.errno in _LINK_ERRORS:  # a planted symlink, never followed
+            raise _not_followed(torn, exc) from None
+        raise
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0) | NOFOLLOW)
+    try:
+        os.ftruncate(fd, history.cursor[1])
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    log.warning("session.torn_line_repaired", path=str(path), kept_in=str(torn), bytes=len(tail))

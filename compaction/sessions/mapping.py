@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .codec import check_json
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class Documents(Protocol):
+    """What a mapping needs from its session (a Protocol, so this module imports no session)."""
+
+    name: str
+
+    def _read_data(self, kind: str) -> dict[str, Any]: ...
+
+    def _update_data(self, kind: str, mutate: Callable[[dict[str, Any]], None]) -> None: ...
+
 
 __all__ = ["SessionMapping"]
 
@@ -22,7 +30,7 @@ __all__ = ["SessionMapping"]
 class SessionMapping(MutableMapping[str, Any]):
     """Keys are str, values JSON-serialisable; reads return copies, so edit by assignment."""
 
-    def __init__(self, session: Session, kind: str, label: str) -> None:
+    def __init__(self, session: Documents, kind: str, label: str) -> None:
         self._session = session
         self._kind = kind
         self._label = label

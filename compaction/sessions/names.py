@@ -11,17 +11,9 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .errors import InvalidSessionName
+from .errors import ALLOWED, MAX_NAME_LENGTH, InvalidSessionName
 
 __all__ = ["ALLOWED", "MAX_NAME_LENGTH", "validate_name"]
-
-MAX_NAME_LENGTH: Final = 128
-
-ALLOWED: Final = (
-    f"A session name is 1 to {MAX_NAME_LENGTH} characters from ASCII letters, digits, "
-    "'.', '_' and '-', starts with a letter or digit, does not end with '.', and is not a "
-    "Windows device name (CON, PRN, AUX, NUL, COM1-COM9, LPT1-LPT9)."
-)
 
 _PATTERN: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _RESERVED: Final = frozenset(

@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from ..messages import Message
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class Recalls(Protocol):
+    """What the tool needs from a session (a Protocol, so this module imports no session)."""
+
+    name: str
+
+    def recall(self, ref: str) -> Message | None: ...
+
 
 __all__ = ["RecallTool", "render_recalled"]
 
@@ -43,7 +49,7 @@ class RecallTool:
     name: Final = "recall"
     description: Final = DESCRIPTION
 
-    def __init__(self, session: Session) -> None:
+    def __init__(self, session: Recalls) -> None:
         self._session = session
 
     @property

@@ -1,208 +1,101 @@
 """One named, persistent conversation: raw history, global context, state, metadata, view.
 
-On disk a session is a directory under the store root::
+The Session is backend-neutral: it reads and writes through a :class:`~.backend.Backend`
+(files by default, or PostgreSQL for fleets of workers; see ``SessionStore.from_url``), and
+every guarantee below holds on each:
 
-    messages.jsonl   the raw history, append-only (see journal.py)
-    context.json     global context   } versioned JSON documents, each replaced atomically
-    state.json       state            }
-    metadata.json    metadata         }
-    view.json        the compacted view last sent to the model (optional)
+- every change is stored when the call returns (there is nothing to forget to save);
+  ``save()`` exists to create the session before anything is written;
+- ``add`` of several messages is one unit: all of them are committed, or none;
+- appends from many processes (and hosts) serialise per session: nothing lost, nothing
+  doubled, each writer's order kept;
+- ``set_view`` is compare-and-set against the history the view was computed from.
 
-Every change is on disk when the call returns (there is nothing to forget to save); ``save()``
-exists to create the session's files before anything is written.
+The async methods (``aadd``, ``aview``, ``aset_view``, ...) run the same call in a worker
+thread, so a session used from async code never blocks the event loop on disk or network.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import json
 import os
-import secrets
-import shutil
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
 import attrs
 
+from .._log import log
 from ..messages import Message
 from ..transcript import is_compaction_output, message_ref, provenance
-from .codec import (
-    check_json,
-    decode_message,
-    dump_document,
-    encode_message,
-    format_ts,
-    now,
-    parse_ts,
-    read_document,
-)
+from .archive import dump_archive
+from .backend import Backend
+from .codec import check_json, encode_message, format_ts, now, parse_ts
 from .errors import SessionFormatError
-from .files import FileLock, atomic_write, ensure_private_dir, fsync_dir, write_new_file
-from .journal import Entry, Journal
+from .files import atomic_write
+from .history import Entry, History
 from .mapping import SessionMapping
 from .recall import RecallTool
 
-if TYPE_CHECKING:
-    from .store import SessionStore
-
-__all__ = ["FILES", "Session"]
-
-LOG_FILE: Final = "messages.jsonl"
-FILES: Final = {
-    "context": "context.json",
-    "state": "state.json",
-    "metadata": "metadata.json",
-    "view": "view.json",
-}
-_MAPS: Final = ("context", "state", "metadata")
+__all__ = ["Session"]
 
 
 class Session:
-    """A named conversation context in a :class:`SessionStore` (get one with ``store.open``).
+    """A named conversation context in a session store (get one with ``store.open``).
 
     Opening does not create anything: ``exists()`` stays False, and ``messages`` is empty,
     until the first write or ``save()``.
     """
 
-    def __init__(self, store: SessionStore, name: str) -> None:
+    def __init__(self, backend: Backend, name: str, *, store: object = None) -> None:
+        self.backend = backend
         self.store = store
         self.name = name
-        self.path: Path = store.root / name
-        self._journal = Journal(self.path / LOG_FILE, durable=store.durable)
-        self._docs: dict[str, tuple[tuple[int, ...], dict[str, Any]]] = {}
+        self._history = History()
         self._mutex = threading.RLock()
-        self._holding = False
         self.global_context = SessionMapping(self, "context", "global context")
         self.state = SessionMapping(self, "state", "state")
         self.metadata = SessionMapping(self, "metadata", "metadata")
 
+    @property
+    def path(self) -> Path | None:
+        """The session's directory (file store), or None (a database has no path)."""
+        return self.backend.path(self.name)
+
+    @property
+    def location(self) -> str:
+        """Where the session lives, for people: a directory, or ``<database URL>#<name>``."""
+        path = self.path
+        return str(path) if path is not None else f"{self.backend.location}#{self.name}"
+
     def __repr__(self) -> str:
-        return f"<Session {self.name!r} at {self.path}>"
-
-    # -- locking and creation ----------------------------------------------------------------
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._mutex:
-            if self._holding:
-                yield
-                return
-            with FileLock(self.store._lock_path(self.name)):
-                self._holding = True
-                try:
-                    yield
-                finally:
-                    self._holding = False
+        return f"<Session {self.name!r} at {self.location}>"
 
     def exists(self) -> bool:
-        """True once the session has been written to disk (and until it is deleted)."""
-        return self._journal.exists()
+        """True once the session has been written (and until it is deleted)."""
+        return self.backend.exists(self.name)
 
     def save(self) -> Session:
-        """Make sure the session exists on disk. Every change is already saved when made."""
-        with self._locked():
-            self._materialize()
+        """Make sure the session exists. Every change is already saved when made."""
+        self.backend.create(self.name)
         return self
-
-    def _materialize(self) -> None:
-        # Built in a hidden directory and renamed into place, so a session directory is
-        # either absent or complete: a crash here never leaves a half-created session.
-        if self._journal.exists():
-            return
-        root = self.store.root
-        ensure_private_dir(root)
-        tmp = root / f".tmp-{self.name}-{os.getpid()}-{secrets.token_hex(4)}"
-        os.mkdir(tmp, 0o700)
-        os.chmod(tmp, 0o700)
-        durable = self.store.durable
-        try:
-            created = now()
-            stamp = format_ts(created)
-            Journal.create(tmp / LOG_FILE, self.name, created, durable=durable)
-            for kind in _MAPS:
-                data = {"created": stamp} if kind == "metadata" else {}
-                body = {"updated": stamp, "data": data}
-                write_new_file(tmp / FILES[kind], dump_document(kind, body), durable=durable)
-            if durable:
-                fsync_dir(tmp)
-            try:
-                os.rename(tmp, self.path)
-            except OSError:
-                if self.path.is_dir():
-                    raise SessionFormatError(
-                        self.path,
-                        f"exists but is not a compaction session (no {LOG_FILE}); move it "
-                        "away or choose another name",
-                    ) from None
-                raise
-            if durable:
-                fsync_dir(root)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        self._docs.clear()
 
     # -- the JSON documents ------------------------------------------------------------------
 
-    def _read_doc(self, kind: str) -> dict[str, Any] | None:
-        path = self.path / FILES[kind]
-        with self._mutex:
-            try:
-                st = os.stat(path)
-            except FileNotFoundError:
-                if kind != "view" and self._journal.exists():
-                    raise SessionFormatError(
-                        path, f"missing, although the session's {LOG_FILE} is there"
-                    ) from None
-                self._docs.pop(kind, None)
-                return None
-            key = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
-            cached = self._docs.get(kind)
-            if cached is not None and cached[0] == key:
-                return cached[1]
-            try:
-                doc = read_document(path, kind)
-            except FileNotFoundError:  # deleted between stat and read
-                return self._read_doc(kind)
-
-            def fail(reason: str) -> SessionFormatError:
-                return SessionFormatError(path, reason)
-
-            doc["_updated"] = parse_ts(doc.get("updated"), fail)
-            if kind == "view":
-                doc["messages"] = _decode_view(doc, fail)
-            elif not isinstance(doc.get("data"), dict):
-                raise fail("'data' must be a JSON object")
-            self._docs[kind] = (key, doc)
-            return doc
-
     def _read_data(self, kind: str) -> dict[str, Any]:
-        doc = self._read_doc(kind)
+        doc = self.backend.read_document(self.name, kind)
         return {} if doc is None else doc["data"]
 
-    def _sweep(self) -> None:
-        # A writer killed mid-replace leaves its ".<file>.<pid>.<rand>.tmp" behind. Every
-        # write into the session directory holds the lock we hold now, so any such file
-        # is a leftover, never a write in progress.
-        with contextlib.suppress(FileNotFoundError):
-            for entry in os.scandir(self.path):
-                if entry.name.startswith(".") and entry.name.endswith(".tmp"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(entry.path)
-
-    def _write_doc(self, kind: str, body: dict[str, Any]) -> None:
-        self._sweep()
-        atomic_write(self.path / FILES[kind], dump_document(kind, body), durable=self.store.durable)
-        self._docs.pop(kind, None)
-
     def _update_data(self, kind: str, mutate: Callable[[dict[str, Any]], None]) -> None:
-        with self._locked():
-            self._materialize()
-            self._docs.pop(kind, None)  # re-read under the lock: another process may have written
-            data = dict(self._read_data(kind))
-            mutate(data)
-            self._write_doc(kind, {"updated": format_ts(now()), "data": data})
+        self.backend.update_document(self.name, kind, mutate, format_ts(now()))
+
+    def _refresh(self) -> History:
+        with self._mutex:
+            self.backend.read(self.name, self._history)
+            return self._history
 
     # -- the raw history ---------------------------------------------------------------------
 
@@ -210,8 +103,7 @@ class Session:
     def entries(self) -> tuple[Entry, ...]:
         """The raw history with each message's sequence number and timestamp."""
         with self._mutex:
-            self._journal.refresh()
-            return tuple(self._journal.entries)
+            return tuple(self._refresh().entries)
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -249,9 +141,8 @@ class Session:
                     batch[i] = attrs.evolve(item, meta=meta)
         if not batch:
             return ()
-        with self._locked():
-            self._materialize()
-            entries = self._journal.append(self.name, batch, at or now())
+        with self._mutex:
+            entries = self.backend.append(self.name, self._history, batch, at or now())
         return tuple(entry.message for entry in entries)
 
     def add_user(self, text: str, *, at: datetime | None = None, **fields: Any) -> Message:
@@ -272,56 +163,56 @@ class Session:
         Ids are never reused (sequence numbers carry on), so an old id never names a newer
         message. Export the session first to keep a copy.
         """
-        with self._locked():
-            if not self._journal.exists():
-                return
-            self._journal.refresh()
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path / FILES["view"])
-            self._docs.pop("view", None)
-            # Sequence numbers carry on after a clear, so an id is never reused.
-            Journal.create(
-                self._journal.path,
-                self.name,
-                self._journal.created or now(),
-                self._journal.next_seq,
-                durable=self.store.durable,
-            )
+        with self._mutex:
+            self.backend.clear(self.name)
+            self._history.reset()
 
     def delete(self) -> None:
         """Delete the session and everything in it (the store's ``delete``)."""
-        self.store.delete(self.name)
+        self.backend.delete(self.name)
+        with self._mutex:
+            self._history.reset()
 
     @property
     def created(self) -> datetime | None:
         """When the session was first written (None before that)."""
         with self._mutex:
-            self._journal.refresh()
-            return self._journal.created
+            return self._refresh().created
 
     @property
     def updated(self) -> datetime | None:
         """When anything in the session last changed (None before it exists)."""
         moments: list[datetime] = []
         with self._mutex:
-            self._journal.refresh()
-            if self._journal.created is not None:
-                moments.append(self._journal.created)
-            if self._journal.entries:
-                moments.append(self._journal.entries[-1].timestamp)
-            for kind in FILES:
-                doc = self._read_doc(kind)
+            history = self._refresh()
+            if history.created is not None:
+                moments.append(history.created)
+            if history.entries:
+                moments.append(history.entries[-1].timestamp)
+        if moments:
+            for kind in ("context", "state", "metadata", "view"):
+                doc = self.backend.read_document(self.name, kind)
                 if doc is not None:
-                    moments.append(doc["_updated"])
+                    moments.append(parse_ts(doc["updated"], self._bad))
         return max(moments) if moments else None
 
     # -- the compacted view and recall -------------------------------------------------------
 
-    def set_view(self, messages: Sequence[Message]) -> None:
+    def _bad(self, reason: str) -> SessionFormatError:
+        return SessionFormatError(self.location, reason)
+
+    def set_view(self, messages: Sequence[Message], *, based_on: int | None = None) -> None:
         """Store ``messages`` (a compacted view of the history) beside the raw history.
 
         Every message a view stands in for (``meta["compaction"]["replaces"]``) must be in the
         raw history, so that it can be recalled: a view that would lose a message is refused.
+
+        Compare-and-set: ``based_on`` is how much history the view was computed from (the
+        ``next_seq`` the caller saw, i.e. the number of messages ever added when it read
+        them; by default, through the newest message the view covers). A view is refused with
+        :class:`StaleViewError` when the stored one was computed from more history, or when
+        the history was cleared under it, so a worker that fell behind never rolls the
+        session back.
         """
         view = list(messages)
         for i, item in enumerate(view):
@@ -329,54 +220,76 @@ class Session:
                 raise TypeError(
                     f"set_view() takes Message objects; item {i} is {type(item).__name__}"
                 )
-        with self._locked():
-            self._materialize()
-            self._journal.refresh()
+        with self._mutex:
+            history = self._refresh()
             covered = -1
+            oldest: int | None = None
             for i, item in enumerate(view):
                 record = provenance(item)
                 refs = list(record.get("replaces", ())) if record is not None else []
+                seqs = []
                 for ref in refs:
-                    entry = self._journal.find(ref) if isinstance(ref, str) else None
+                    entry = history.find(ref) if isinstance(ref, str) else None
                     if entry is None:
                         raise ValueError(
                             f"view message {i} replaces {ref!r}, which is not in the history "
                             f"of session {self.name!r}: storing this view would lose it"
                         )
-                    covered = max(covered, entry.seq)
+                    seqs.append(entry.seq)
                 if not is_compaction_output(item):
-                    entry = self._journal.find(message_ref(item))
+                    entry = history.find(message_ref(item))
                     if entry is not None:
-                        covered = max(covered, entry.seq)
-            through = covered + 1 if covered >= 0 else self._journal.next_seq
+                        seqs.append(entry.seq)
+                for seq in seqs:
+                    covered = max(covered, seq)
+                    oldest = seq if oldest is None else min(oldest, seq)
+            through = covered + 1 if covered >= 0 else history.next_seq
+            if based_on is None:
+                based_on = through
+            elif (
+                not isinstance(based_on, int)
+                or isinstance(based_on, bool)
+                or not through <= based_on <= history.next_seq
+            ):
+                raise ValueError(
+                    f"based_on={based_on!r} must be an int from {through} (the newest message "
+                    f"the view covers, plus one) to {history.next_seq} (the history's length)"
+                )
             body = {
                 "updated": format_ts(now()),
                 "through_seq": through,
+                "based_on": based_on,
                 "messages": [encode_message(m) for m in view],
             }
-            self._write_doc("view", body)
+            self.backend.put_view(self.name, body, oldest)
 
     save_view = set_view
 
     def view(self) -> tuple[Message, ...]:
         """The messages to send: the stored view plus anything added after it was taken.
 
-        Without a stored view, the raw history.
+        Without a stored view, the raw history. A conversation a provider would refuse (a
+        tool call whose result was never stored, say a process killed mid-tool before
+        batches were atomic) is repaired visibly, as the transcript readers do: the call gets
+        an explicit "no result recorded" answer marked ``meta["repair"]``; the raw history
+        itself is left as it is.
         """
         with self._mutex:
             entries = self.entries
-            doc = self._read_doc("view")
-            if doc is None:
-                return tuple(e.message for e in entries)
+            doc = self.backend.read_document(self.name, "view")
+        if doc is None:
+            messages = tuple(e.message for e in entries)
+        else:
             through = doc["through_seq"]
-            return tuple(doc["messages"]) + tuple(e.message for e in entries if e.seq >= through)
+            later = tuple(e.message for e in entries if e.seq >= through)
+            messages = tuple(doc["messages"]) + later
+        return _repaired(self.name, messages)
 
     def recall(self, ref: str) -> Message | None:
         """The original message ``ref`` names (an id, or a ``sha1:`` fingerprint), or None
         (never stored, or emptied by :meth:`clear`)."""
         with self._mutex:
-            self._journal.refresh()
-            entry = self._journal.find(ref)
+            entry = self._refresh().find(ref)
         return None if entry is None else entry.message
 
     def recall_tool(self) -> RecallTool:
@@ -429,61 +342,57 @@ class Session:
 
     def snapshot(self) -> dict[str, Any]:
         """Everything in the session as JSON-ready data (what ``export`` writes)."""
-        with self._locked():
-            self._journal.refresh()
-            journal = self._journal
-            view = self._read_doc("view")
-            docs = {kind: self._read_doc(kind) for kind in _MAPS}
-            return {
-                "name": self.name,
-                "created": format_ts(journal.created) if journal.created else None,
-                "first_seq": journal.first_seq,
-                "messages": [
-                    {
-                        "seq": e.seq,
-                        "ts": format_ts(e.timestamp),
-                        "message": encode_message(e.message),
-                    }
-                    for e in journal.entries
-                ],
-                **{
-                    _EXPORT_KEYS[kind]: {"updated": doc["updated"], "data": doc["data"]}
-                    if doc is not None
-                    else None
-                    for kind, doc in docs.items()
-                },
-                "view": None
-                if view is None
-                else {
-                    "updated": view["updated"],
-                    "through_seq": view["through_seq"],
-                    "messages": [encode_message(m) for m in view["messages"]],
-                },
-            }
+        return self.backend.snapshot(self.name).to_json()
 
     def export(self, path: str | os.PathLike[str]) -> Path:
-        """Write the whole session to one JSON file (owner-only, atomically); return its path."""
-        return self.store.export(self.name, path)
+        """Write the whole session to one JSON file (owner-only, atomically); return its path.
+
+        The file imports unchanged into any store, file or database (``store.import_``).
+        """
+        target = Path(path)
+        data = dump_archive(self.backend.snapshot(self.name))
+        atomic_write(target, data, durable=getattr(self.backend, "durable", True))
+        return target
+
+    # -- async: the same calls, off the event loop ---------------------------------------------
+
+    async def aadd(
+        self, message: Message | Iterable[Message], /, *more: Message, at: datetime | None = None
+    ) -> tuple[Message, ...]:
+        """:meth:`add` from async code (runs in a worker thread)."""
+        return await asyncio.to_thread(self.add, message, *more, at=at)
+
+    async def aview(self) -> tuple[Message, ...]:
+        """:meth:`view` from async code (runs in a worker thread)."""
+        return await asyncio.to_thread(self.view)
+
+    async def aset_view(self, messages: Sequence[Message], *, based_on: int | None = None) -> None:
+        """:meth:`set_view` from async code (runs in a worker thread)."""
+        await asyncio.to_thread(self.set_view, messages, based_on=based_on)
+
+    async def amessages(self) -> tuple[Message, ...]:
+        """:attr:`messages` from async code (runs in a worker thread)."""
+        return await asyncio.to_thread(lambda: self.messages)
+
+    async def arecall(self, ref: str) -> Message | None:
+        """:meth:`recall` from async code (runs in a worker thread)."""
+        return await asyncio.to_thread(self.recall, ref)
 
 
-_EXPORT_KEYS: Final = {"context": "global_context", "state": "state", "metadata": "metadata"}
+def _repaired(name: str, messages: tuple[Message, ...]) -> tuple[Message, ...]:
+    from ..formats.repair import repair  # lazily: only the view needs it
 
-
-def _decode_view(doc: dict[str, Any], fail: Callable[[str], SessionFormatError]) -> list[Message]:
-    through = doc.get("through_seq")
-    if not isinstance(through, int) or isinstance(through, bool) or through < 0:
-        raise fail("'through_seq' must be a non-negative integer")
-    items = doc.get("messages")
-    if not isinstance(items, list):
-        raise fail("'messages' must be a list")
-    out = []
-    for i, item in enumerate(items):
-
-        def where(reason: str, i: int = i) -> SessionFormatError:
-            return fail(f"messages[{i}]: {reason}")
-
-        out.append(decode_message(item, where))
-    return out
+    fixed, repairs = repair(messages)
+    # Unanswered calls are what a crash leaves; a view stored on purpose is kept as given.
+    if not any(r.kind == "no_result" for r in repairs):
+        return messages
+    if repairs:
+        log.warning(
+            "session.view_repaired",
+            session=name,
+            repairs=[f"{r.kind} {r.call_id}" for r in repairs],
+        )
+    return fixed
 
 
 def _stamp(moment: datetime) -> str:
@@ -491,6 +400,4 @@ def _stamp(moment: datetime) -> str:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, ensure_ascii=False, sort_keys=True)

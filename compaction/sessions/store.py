@@ -1,36 +1,43 @@
-"""The session store: a directory holding one directory per named session.
+"""The session store: named sessions in one backend, chosen by a path or a URL.
 
-The root is, in order of preference: the ``root`` argument, the ``COMPACTION_SESSIONS_DIR``
-environment variable, or the platform's user data directory (``$XDG_DATA_HOME`` or
-``~/.local/share`` on Linux, ``~/Library/Application Support`` on macOS, ``%LOCALAPPDATA%``
-on Windows) plus ``compaction/sessions``. Hidden entries in the root (``.locks``, the
-``.tmp-*``/``.trash-*`` directories used for atomic create and delete) are never sessions,
-and no valid session name starts with a dot.
+    SessionStore()                                   # the default: files (see below)
+    SessionStore("/some/dir")                        # files under that directory
+    SessionStore.from_url("file:///some/dir")        # the same, as a URL (or a bare path)
+    SessionStore.from_url("postgresql://u@db/agents")  # PostgreSQL, for fleets of workers
+
+Without a root, the ``COMPACTION_SESSIONS_URL`` environment variable picks the store; else
+files under ``COMPACTION_SESSIONS_DIR``; else the platform's user data directory
+(``$XDG_DATA_HOME`` or ``~/.local/share`` on Linux, ``~/Library/Application Support`` on
+macOS, ``%LOCALAPPDATA%`` on Windows) plus ``compaction/sessions``.
 """
 
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
 import sys
 from pathlib import Path
-from typing import Final
+from types import TracebackType
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+from urllib.request import url2pathname
 
-from .archive import dump_archive, read_archive, write_archive_files
+from .archive import dump_archive, read_archive
+from .backend import Backend
 from .errors import SessionExistsError, SessionNotFoundError
-from .files import DIR_MODE, atomic_write, ensure_private_dir, fsync_dir
+from .files import atomic_write
+from .filestore import FileBackend
 from .names import validate_name
-from .session import LOG_FILE, Session
+from .session import Session
 
-__all__ = ["ENV_VAR", "SessionStore", "default_root"]
+__all__ = ["ENV_VAR", "URL_ENV_VAR", "SessionStore", "default_root"]
 
 ENV_VAR: Final = "COMPACTION_SESSIONS_DIR"
-_LOCKS: Final = ".locks"
+URL_ENV_VAR: Final = "COMPACTION_SESSIONS_URL"
+_POSTGRES: Final = ("postgresql", "postgres")
 
 
 def default_root() -> Path:
-    """Where sessions live when no root is given (see the module docstring)."""
+    """Where file sessions live when no root is given (see the module docstring)."""
     configured = os.environ.get(ENV_VAR)
     if configured:
         return Path(configured).expanduser()
@@ -47,48 +54,119 @@ def default_root() -> Path:
     return base / "compaction" / "sessions"
 
 
-class SessionStore:
-    """Named persistent sessions under one root directory.
+def backend_for(url: str, *, durable: bool = True, **options: Any) -> Backend:
+    """The backend a store URL names: ``postgresql://…``, ``file:///path`` or a bare path."""
+    if not isinstance(url, str) or not url.strip():
+        raise ValueError(f"a session store URL must be a non-empty string, got {url!r}")
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme in _POSTGRES:
+        try:
+            from .postgres import PostgresBackend
+        except ImportError as exc:
+            raise ImportError(
+                f"the PostgreSQL session store needs psycopg 3 ({exc.name} is missing): "
+                "pip install 'compaction[postgres]'"
+            ) from exc
+        return PostgresBackend(url, **options)
+    if options:
+        raise TypeError(f"options {sorted(options)} apply to a PostgreSQL store only")
+    if scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"{url!r}: a file:// store URL must name a local path (file:///dir)")
+        path = Path(url2pathname(unquote(parts.path)))
+        return FileBackend(Path(os.path.abspath(path.expanduser())), durable=durable)
+    # One letter is a Windows drive ("C:\\sessions"), not a scheme.
+    if "://" in url and len(scheme) > 1:
+        raise ValueError(
+            f"unknown session store URL scheme {parts.scheme!r} in {url!r}: use "
+            "postgresql://…, file:///path or a plain directory path"
+        )
+    return FileBackend(Path(os.path.abspath(Path(url).expanduser())), durable=durable)
 
-    ``durable=False`` skips fsync (faster, still atomic against a crashed process, but not
-    against a power cut); keep the default unless you know you can lose the last writes.
+
+class SessionStore:
+    """Named persistent sessions in one backend (files under a root directory by default).
+
+    ``durable=False`` (files only) skips fsync: faster, still atomic against a crashed
+    process, but not against a power cut; keep the default unless you can lose the last
+    writes. ``location`` names the store for people (a directory, or the database URL
+    without its password); ``root`` is the directory of a file store (for a database store,
+    the same text as ``location``).
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, durable: bool = True) -> None:
-        chosen = default_root() if root is None else Path(root).expanduser()
-        # Absolute now, so a later chdir does not move the store.
-        self.root: Path = Path(os.path.abspath(chosen))
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        durable: bool = True,
+        backend: Backend | None = None,
+    ) -> None:
+        if backend is None:
+            url = os.environ.get(URL_ENV_VAR) if root is None else None
+            if url:
+                backend = backend_for(url, durable=durable)
+            else:
+                chosen = default_root() if root is None else Path(root).expanduser()
+                # Absolute now, so a later chdir does not move the store.
+                backend = FileBackend(Path(os.path.abspath(chosen)), durable=durable)
+        self.backend = backend
         self.durable = durable
+        self.location: str = backend.location
+        self.root: Any = backend.root if isinstance(backend, FileBackend) else backend.location
+
+    @classmethod
+    def from_url(
+        cls, url: str | os.PathLike[str] | None = None, *, durable: bool = True, **options: Any
+    ) -> SessionStore:
+        """The store ``url`` names: ``postgresql://user@host/db`` (psycopg 3, the
+        ``compaction[postgres]`` extra; ``options`` such as ``min_size``/``max_size`` go to
+        its connection pool), ``file:///path``, or a bare path. Without ``url``,
+        ``$COMPACTION_SESSIONS_URL``, else the default file store."""
+        if url is None:
+            url = os.environ.get(URL_ENV_VAR) or None
+            if url is None:
+                return cls(durable=durable)
+        return cls(backend=backend_for(os.fspath(url), durable=durable, **options))
 
     def __repr__(self) -> str:
-        return f"SessionStore({str(self.root)!r})"
+        return f"SessionStore({self.location!r})"
 
-    def _lock_path(self, name: str) -> Path:
-        locks = self.root / _LOCKS
-        if not locks.is_dir():
-            ensure_private_dir(locks)
-        return locks / f"{name}.lock"
+    def close(self) -> None:
+        """Release the backend's connections (a no-op for files)."""
+        self.backend.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
     def open(self, name: str, create: bool = True) -> Session:
         """The session ``name``. With ``create=False``, SessionNotFoundError if it does not exist.
 
-        Nothing is written by opening: a new session appears on disk with its first write
-        (or ``save()``; see :meth:`create`).
+        Nothing is written by opening: a new session appears with its first write (or
+        ``save()``; see :meth:`create`).
         """
         validate_name(name)
-        session = Session(self, name)
+        session = Session(self.backend, name, store=self)
         if not create and not session.exists():
-            raise SessionNotFoundError(name, self.root)
+            raise SessionNotFoundError(name, self.location)
         return session
 
     def create(self, name: str) -> Session:
-        """Open ``name`` and write its files now (an existing session is simply opened)."""
+        """Open ``name`` and write it now (an existing session is simply opened)."""
         return self.open(name).save()
 
     def exists(self, name: str) -> bool:
         """True when session ``name`` has been written and not deleted."""
         validate_name(name)
-        return (self.root / name / LOG_FILE).is_file()
+        return self.backend.exists(name)
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self._valid(name) and self.exists(name)
@@ -103,28 +181,12 @@ class SessionStore:
 
     def list(self) -> list[str]:
         """The names of all sessions, sorted alphabetically."""
-        try:
-            children = os.listdir(self.root)
-        except FileNotFoundError:
-            return []
-        return sorted(
-            name
-            for name in children
-            if self._valid(name) and (self.root / name / LOG_FILE).is_file()
-        )
+        return self.backend.names()
 
     def delete(self, name: str) -> None:
-        """Delete session ``name`` and all its files (SessionNotFoundError if there is none)."""
-        session = self.open(name, create=False)
-        with session._locked():
-            if not session.exists():
-                raise SessionNotFoundError(name, self.root)
-            # Renamed out of the way first, so no reader ever sees a half-deleted session.
-            trash = self.root / f".trash-{name}-{secrets.token_hex(4)}"
-            os.rename(session.path, trash)
-            if self.durable:
-                fsync_dir(self.root)
-        shutil.rmtree(trash, ignore_errors=True)
+        """Delete session ``name`` and all its data (SessionNotFoundError if there is none)."""
+        validate_name(name)
+        self.backend.delete(name)
 
     def clear(self, name: str) -> None:
         """Empty the history of session ``name`` (SessionNotFoundError if there is none)."""
@@ -132,43 +194,25 @@ class SessionStore:
 
     def export(self, name: str, path: str | os.PathLike[str]) -> Path:
         """Write session ``name`` to the single JSON file ``path``; return its path."""
-        session = self.open(name, create=False)
+        validate_name(name)
         target = Path(path)
-        atomic_write(target, dump_archive(session.snapshot()), durable=self.durable)
+        atomic_write(target, dump_archive(self.backend.snapshot(name)), durable=self.durable)
         return target
 
     def import_(self, path: str | os.PathLike[str], name: str | None = None) -> Session:
         """Create session ``name`` (default: the exported name) from an export file.
 
-        The new session is identical to the exported one: messages with their ids, sequence
-        numbers and timestamps, global context, state, metadata and view. An existing session
-        is never overwritten or merged into (SessionExistsError).
+        The new session is identical to the exported one, whichever store exported it:
+        messages with their ids, sequence numbers and timestamps, global context, state,
+        metadata and view. An existing session is never overwritten or merged into
+        (SessionExistsError).
         """
         archive = read_archive(Path(path))
         name = archive.name if name is None else name
         validate_name(name)
-        session = Session(self, name)
-        with session._locked():
-            if session.exists():
-                raise SessionExistsError(name, self.root)
-            ensure_private_dir(self.root)
-            tmp = self.root / f".tmp-{name}-{os.getpid()}-{secrets.token_hex(4)}"
-            os.mkdir(tmp, DIR_MODE)
-            os.chmod(tmp, DIR_MODE)
-            try:
-                write_archive_files(tmp, name, archive, durable=self.durable)
-                if self.durable:
-                    fsync_dir(tmp)
-                try:
-                    os.rename(tmp, session.path)
-                except OSError:
-                    if session.path.exists():
-                        raise SessionExistsError(name, self.root) from None
-                    raise
-                if self.durable:
-                    fsync_dir(self.root)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-        return session
+        if self.backend.exists(name):
+            raise SessionExistsError(name, self.location)
+        self.backend.restore(name, archive)
+        return self.open(name)
 
     import_session = import_

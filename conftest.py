@@ -1,0 +1,65 @@
+"""Fixtures shared by tests/ and features/: one real PostgreSQL server per test session.
+
+``postgres_server`` starts a throwaway server (see tests/postgres_server.py) the first time a
+test asks for it and stops it at the end; when none can be had, those tests skip, saying why.
+``session_store`` is parametrised over every backend, so a test that takes it runs against
+files and PostgreSQL alike (the conformance suite).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.postgres_server import PostgresServer, unavailable
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    reason = unavailable()
+    if reason is not None:
+        pytest.skip(f"no PostgreSQL for the PostgreSQL session store tests: {reason}")
+    server = PostgresServer()
+    try:
+        server.start()
+    except Exception as exc:  # a server that will not start is an environment problem
+        server.stop()
+        pytest.skip(f"could not start a PostgreSQL server: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a fresh, empty database on the test server."""
+    import psycopg
+
+    name = f"test_{next(_databases)}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")  # a fixed, generated identifier
+    return postgres_server.url.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture(params=["file", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A store URL for each backend: a directory, then a fresh PostgreSQL database."""
+    if request.param == "file":
+        return str(tmp_path / "sessions")
+    return str(request.getfixturevalue("postgres_url"))
+
+
+@pytest.fixture
+def session_store(store_url: str) -> Iterator[Any]:
+    from compaction.sessions import SessionStore
+
+    store = SessionStore.from_url(store_url)
+    yield store
+    with contextlib.suppress(Exception):
+        store.close()

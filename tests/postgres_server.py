@@ -1,0 +1,165 @@
+"""A real, throwaway PostgreSQL server for the tests: ``initdb`` + ``pg_ctl`` in a temp dir.
+
+PostgreSQL refuses to run as root, so as root (CI) the server runs as an unprivileged user
+(``nobody``) through ``runuser``/``setpriv`` in a directory owned by that user. It listens
+on 127.0.0.1 on a free port with trust authentication (nothing else can reach it) and is
+stopped and removed at the end. When no PostgreSQL can be had, :func:`unavailable` says why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["PostgresServer", "unavailable"]
+
+USER = "compaction"
+
+
+def _tool(name: str) -> str | None:
+    found = shutil.which(name)
+    if found:
+        return found
+    # Debian's packages keep the binaries out of PATH.
+    for base in sorted(Path("/usr/lib/postgresql").glob("*/bin"), reverse=True):
+        if (base / name).is_file():
+            return str(base / name)
+    return None
+
+
+def unavailable() -> str | None:
+    """Why no server can be started here (None when one can)."""
+    for name in ("initdb", "pg_ctl"):
+        if _tool(name) is None:
+            return f"PostgreSQL is not installed ({name} not found on PATH or /usr/lib/postgresql)"
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        return "psycopg is not installed (pip install 'compaction[postgres]')"
+    if os.geteuid() == 0:
+        try:
+            pwd.getpwnam("nobody")
+        except KeyError:
+            return "running as root and there is no 'nobody' user to run PostgreSQL as"
+        if not (shutil.which("runuser") or shutil.which("setpriv")):
+            return "running as root without runuser/setpriv to drop privileges for PostgreSQL"
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class PostgresServer:
+    """One server: ``start()``, ``url``, ``restart()``, ``stop()``."""
+
+    def __init__(self, *, fsync: bool = False) -> None:
+        # fsync off by default: the tests restart and kill, they never cut the power.
+        self.fsync = fsync
+        self.base = Path(tempfile.mkdtemp(prefix="compaction-pg-"))
+        self.data = self.base / "data"
+        self.log = self.base / "server.log"
+        self.port = _free_port()
+        self._as: list[str] = []
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            os.chown(self.base, nobody.pw_uid, nobody.pw_gid)
+            if shutil.which("runuser"):
+                self._as = ["runuser", "-u", "nobody", "--"]
+            else:
+                self._as = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+        os.chmod(self.base, 0o700)
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://{USER}@127.0.0.1:{self.port}/postgres"
+
+    def _run(self, *argv: str, timeout: float = 120) -> None:
+        env = {**os.environ, "LC_ALL": "C", "HOME": str(self.base)}
+        out = subprocess.run(
+            [*self._as, *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=self.base,
+            check=False,
+        )
+        if out.returncode != 0:
+            log = self.log.read_text(errors="replace") if self.log.exists() else ""
+            raise RuntimeError(
+                f"{' '.join(argv[:2])} failed ({out.returncode}): {out.stderr}{out.stdout}{log}"
+            )
+
+    def start(self) -> PostgresServer:
+        self._run(
+            str(_tool("initdb")),
+            "-D",
+            str(self.data),
+            "-U",
+            USER,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
+        self._pg_ctl("start")
+        return self
+
+    def _pg_ctl(self, action: str, *extra: str) -> None:
+        options = (
+            f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.base} "
+            f"-c fsync={'on' if self.fsync else 'off'} -c max_connections=200"
+        )
+        self._run(
+            str(_tool("pg_ctl")),
+            action,
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            *extra,
+        )
+
+    def restart(self) -> None:
+        """Stop the server (fast: open connections are cut) and start it again."""
+        self._pg_ctl("restart", "-m", "fast")
+
+    def stop_only(self) -> None:
+        self._pg_ctl("stop", "-m", "fast")
+
+    def start_again(self) -> None:
+        self._pg_ctl("start")
+
+    def stop(self) -> None:
+        with contextlib.suppress(RuntimeError, subprocess.TimeoutExpired):
+            self._run(str(_tool("pg_ctl")), "stop", "-D", str(self.data), "-m", "immediate")
+        shutil.rmtree(self.base, ignore_errors=True)
+
+    def wait_ready(self, timeout: float = 30) -> None:
+        import psycopg
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                psycopg.connect(self.url, connect_timeout=2).close()
+                return
+            except psycopg.OperationalError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
