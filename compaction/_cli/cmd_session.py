@@ -106,15 +106,12 @@ def _done(args: Any, data: dict[str, Any], line: str) -> int:
 def _export(store: Any, name: str, path: str) -> str:
     """Write the export of session ``name`` to the regular file ``path`` (owner-only, as the
     store's own files are) or to stdout (``-``); a device, FIFO or symlink is refused."""
-    from ..sessions.archive import dump_archive
-
+    session = store.open(name, create=False)
     if path == STDIO:
-        data = dump_archive(store.open(name, create=False).snapshot())
-        write_stdout(data)
+        write_stdout(session.export_bytes())
         return STDIO
     check_destination(path)  # before reading the session: refuse early, write nothing
-    data = dump_archive(store.open(name, create=False).snapshot())
-    write_atomic(Path(path), data, mode=0o600)
+    write_atomic(Path(path), session.export_bytes(), mode=0o600)
     return path
 
 

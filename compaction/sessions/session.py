@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from .._atomic import write_atomic
 from .._log import log
 from ..messages import Message
 from ..transcript import is_compaction_output, message_ref, provenance
@@ -35,7 +36,6 @@ from .archive import dump_archive
 from .backend import Backend
 from .codec import check_json, encode_message, format_ts, now, parse_ts
 from .errors import SessionFormatError
-from .files import atomic_write
 from .history import Entry, History
 from .mapping import SessionMapping
 from .recall import RecallTool
@@ -344,14 +344,19 @@ class Session:
         """Everything in the session as JSON-ready data (what ``export`` writes)."""
         return self.backend.snapshot(self.name).to_json()
 
+    def export_bytes(self) -> bytes:
+        """The export file's bytes: the whole session, as ``export`` writes it."""
+        return dump_archive(self.backend.snapshot(self.name))
+
     def export(self, path: str | os.PathLike[str]) -> Path:
         """Write the whole session to one JSON file (owner-only, atomically); return its path.
 
-        The file imports unchanged into any store, file or database (``store.import_``).
+        The file imports unchanged into any store, file or database (``store.import_``). Only a
+        regular file is ever replaced: a symlink, FIFO or device at ``path`` is refused
+        (:class:`~compaction._atomic.NotRegularFileError`), never written through or swapped out.
         """
         target = Path(path)
-        data = dump_archive(self.backend.snapshot(self.name))
-        atomic_write(target, data, durable=getattr(self.backend, "durable", True))
+        write_atomic(target, self.export_bytes(), mode=0o600)
         return target
 
     # -- async: the same calls, off the event loop ---------------------------------------------

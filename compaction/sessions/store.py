@@ -21,10 +21,9 @@ from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
-from .archive import dump_archive, read_archive
+from .archive import read_archive
 from .backend import Backend
 from .errors import SessionExistsError, SessionNotFoundError
-from .files import atomic_write
 from .filestore import FileBackend
 from .names import validate_name
 from .session import Session
@@ -194,10 +193,7 @@ class SessionStore:
 
     def export(self, name: str, path: str | os.PathLike[str]) -> Path:
         """Write session ``name`` to the single JSON file ``path``; return its path."""
-        validate_name(name)
-        target = Path(path)
-        atomic_write(target, dump_archive(self.backend.snapshot(name)), durable=self.durable)
-        return target
+        return self.open(name, create=False).export(path)
 
     def import_(self, path: str | os.PathLike[str], name: str | None = None) -> Session:
         """Create session ``name`` (default: the exported name) from an export file.
