@@ -273,8 +273,11 @@ def test_a_failing_first_round_keeps_the_conversation(how):
         result = compact(strategy, msgs, target=100)
     assert result.messages == tuple(msgs)
     assert not result.changed
-    assert [d.reason for d in result.declined] == ["declined"]
-    assert [f["stage"] for f in failed] == ["summarize"]
+    # A failure, with its error, where users look: not a quiet decline.
+    assert [d.reason for d in result.declined] == ["raised"]
+    assert result.failures == result.declined
+    assert result.declined[0].error is failed[0]["error"] is not None
+    assert [f["stage"] for f in failed] == ["summarize"]  # reported once
     assert failed[0]["name"] == "summary"
     assert strategy.failures == 1
 
@@ -554,7 +557,7 @@ def test_registry_key_and_protocol():
         ({"keep_steps": 1.5}, TypeError),
         ({"max_failures": 0}, ValueError),
         ({"timeout": 0}, ValueError),
-        ({"timeout": "5"}, ValueError),
+        ({"timeout": "5"}, TypeError),
         ({"instructions": 3}, TypeError),
         ({"summary_tokens": 0}, ValueError),
     ],
