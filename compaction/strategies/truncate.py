@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import ClassVar, Final, Literal
 
+from ..checks import check_format
 from ..messages import ROLES, Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import ApproximateCounter, TokenCounter
@@ -85,15 +86,8 @@ class Truncate(Strategy):
             raise ValueError("Truncate roles must name at least one role, or it cuts nothing")
         if keep not in _KEEPS:
             raise ValueError(f"Truncate keep must be one of {list(_KEEPS)}, got {keep!r}")
-        if not isinstance(marker, str):
-            raise TypeError(f"Truncate marker must be a str, got {type(marker).__name__}")
-        try:
-            large = marker.format(cut=_LARGE_CUT)
-        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
-            raise ValueError(
-                f"Truncate marker {marker!r} does not format: {exc!r}. It may use the field "
-                "{cut} (characters cut); write literal braces as {{ and }}"
-            ) from None
+        # Bounded in width too: a config's "{cut:99999999999}" must fail here, not allocate.
+        large = check_format("Truncate marker", marker, {"cut": _LARGE_CUT}).format(cut=_LARGE_CUT)
         if max_chars is not None and len(large) >= max_chars:
             raise ValueError(
                 f"Truncate max_chars={max_chars} leaves no room for text beside the marker "
