@@ -41,6 +41,7 @@ import attrs
 
 from .. import events
 from .._log import log
+from .._text import plural
 from ..messages import Message
 from ..strategy import Capabilities, Strategy, current_labels
 from ..summarizers.base import (
@@ -48,6 +49,7 @@ from ..summarizers.base import (
     SummarizerError,
     is_async_summarizer,
     render_transcript,
+    stands_for,
     summarizer_name,
 )
 from ..summarizers.deadline import (
@@ -58,7 +60,7 @@ from ..summarizers.deadline import (
 )
 from ..summarizers.extractive import ExtractiveSummarizer
 from ..tokens import TokenCounter
-from ..transcript import Group, Transcript, mark, parse, provenance
+from ..transcript import Group, Transcript, mark, parse
 
 __all__ = ["Summary"]
 
@@ -321,9 +323,10 @@ class Summary(Strategy):
         if not text:
             raise SummarizerError(f"summariser {self.summarizer_name} answered empty text")
         replaced = plan.replaced
-        draft = mark(Message("user", ""), strategy=self.name, kind="summary", replaces=replaced)
-        stands_for = len((provenance(draft) or {}).get("replaces", ()))
-        content = f"[Summary of {stands_for} earlier messages]\n{text}"
+        # Counted as the summariser was shown them (notes and summaries as what they stand
+        # for), so the header agrees with what the summary says it covers.
+        count = sum(stands_for(m) for m in replaced)
+        content = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
         summary = mark(
             Message("user", content),
             strategy=self.name,
@@ -331,12 +334,13 @@ class Summary(Strategy):
             replaces=replaced,
             summarizer=self.summarizer_name,
             region=plan.region,
+            stands_for=count,
         )
         before, after = counter.count_messages(replaced), counter.count(summary)
         if after >= before:
             raise SummarizerError(
-                f"summary ({after} tokens) is not smaller than the {len(replaced)} messages "
-                f"it would replace ({before} tokens)"
+                f"summary ({after} tokens) is not smaller than the "
+                f"{plural(len(replaced), 'message')} it would replace ({before} tokens)"
             )
         return summary
 
