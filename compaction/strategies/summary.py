@@ -196,7 +196,8 @@ class Summary(Strategy):
 
     def explain(self) -> str:
         breaker = (
-            f"; after {self.max_failures} failed runs in a row it stops calling it until reset"
+            f"; after {plural(self.max_failures, 'failed run')} in a row it stops calling it "
+            "until reset"
             if self.max_failures is not None
             else ""
         )
