@@ -32,6 +32,7 @@ failed runs in a row the breaker opens and the summariser is not called again un
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
 from collections.abc import Sequence
@@ -63,6 +64,9 @@ from ..tokens import TokenCounter
 from ..transcript import Group, Transcript, mark, parse
 
 __all__ = ["Summary"]
+
+#: Set on a summariser's exception that the round already reported, before it is raised.
+_REPORTED = "_compaction_reported"
 
 #: Tokens a summary costs whatever it summarises (its header and section titles).
 _SUMMARY_OVERHEAD = 32
@@ -162,8 +166,6 @@ class Summary(Strategy):
         self.summary_tokens = summary_tokens
         self.min_tokens = min_tokens
         self._failures = 0
-        # The failure being raised to the pipeline, already reported by the round that met it.
-        self._raising: BaseException | None = None
 
     # -- the breaker ---------------------------------------------------------------------------
 
@@ -440,15 +442,17 @@ class Summary(Strategy):
             # Nothing taken because the summariser failed: that is a failure, not a decline
             # (a dead endpoint must not read as reason="declined", error=None). The pipeline
             # keeps the conversation and records it with its error in result.failures.
-            self._raising = error
+            # Marked on the exception itself, not on this strategy: one Summary may serve
+            # several runs at once.
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(error, _REPORTED, True)
             raise error
         return good
 
     def _failed(self, run: Any, exc: BaseException, stage: str) -> None:
         # The round reported this failure as it happened (``summarized`` and ``failed`` with
         # stage "summarize"); the pipeline's report of the same exception would count it twice.
-        if exc is self._raising:
-            self._raising = None
+        if getattr(exc, _REPORTED, False):
             return
         super()._failed(run, exc, stage)
 
