@@ -11,7 +11,9 @@ It records every request body it received, and answers according to ``server.mod
 - ``trickle``: a normal completion, sent one byte every ``server.interval`` seconds (a server
   that never lets a per-read timeout fire), until the client hangs up or the server stops;
 - ``huge``: a completion whose content is ``server.size`` bytes, sent in 64 KiB writes until
-  the client hangs up; ``server.sent`` counts the bytes that went out.
+  the client hangs up; ``server.sent`` counts the bytes that went out. With
+  ``server.declare_length = False`` no Content-Length is sent (the body ends when the
+  connection closes), so only reading can find out how big it is.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class ChatServer:
         self.interval = 0.2
         self.size = 50_000_000
         self.sent = 0
+        self.declare_length = True
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._release = threading.Event()
@@ -97,10 +100,11 @@ class ChatServer:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
 
-            def _headers(self, length: int) -> None:
+            def _headers(self, length: int | None) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(length))
+                if length is not None:
+                    self.send_header("Content-Length", str(length))
                 self.end_headers()
 
             def _trickle(self, data: bytes) -> None:
@@ -116,7 +120,8 @@ class ChatServer:
                 head, tail = json.dumps(server._completion(body, "\x00")).encode().split(b"\\u0000")
                 chunk = b"x" * 65536
                 filler = server.size - len(head) - len(tail)
-                self._headers(len(head) + filler + len(tail))
+                size = len(head) + filler + len(tail)
+                self._headers(size if server.declare_length else None)
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(head)
                     while filler > 0 and not server._release.is_set():

@@ -103,8 +103,9 @@ def test_a_trickled_summary_fails_the_round_in_time_and_says_so(server):
 # -- an oversized answer -----------------------------------------------------------------------
 
 
-def test_an_oversized_answer_is_refused_before_it_is_read_whole(server):
-    server.mode, server.size = "huge", 50_000_000
+@pytest.mark.parametrize("declared", [True, False], ids=["content-length", "no-length"])
+def test_an_oversized_answer_is_refused_before_it_is_read_whole(server, declared):
+    server.mode, server.size, server.declare_length = "huge", 50_000_000, declared
     client = OpenAIChatSummarizer("m", base_url=server.base_url, timeout=30)
     tracemalloc.start()
     try:
@@ -116,10 +117,11 @@ def test_an_oversized_answer_is_refused_before_it_is_read_whole(server):
     assert "max_bytes" in str(answer)
     assert peak < 16 * 2**20  # a cap of 1 MiB read, not 50 MB parsed (2.5 GB before)
     assert seconds < 30
+    assert server.sent < 45_000_000  # the client hung up long before the end
 
 
 def test_an_oversized_answer_is_refused_on_the_async_path_too(server):
-    server.mode, server.size = "huge", 50_000_000
+    server.mode, server.size, server.declare_length = "huge", 50_000_000, False
     client = OpenAIChatSummarizer("m", base_url=server.base_url, timeout=30, max_bytes=100_000)
 
     async def ask():
