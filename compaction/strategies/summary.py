@@ -44,7 +44,7 @@ from .. import events
 from .._log import log
 from .._text import plural
 from ..messages import Message
-from ..strategy import Capabilities, Strategy, current_labels
+from ..strategy import Capabilities, Run, Strategy, current_labels
 from ..summarizers.base import (
     INSTRUCTIONS,
     SummarizerError,
@@ -449,7 +449,7 @@ class Summary(Strategy):
             raise error
         return good
 
-    def _failed(self, run: Any, exc: BaseException, stage: str) -> None:
+    def _failed(self, run: Run, exc: BaseException, stage: str) -> None:
         # The round reported this failure as it happened (``summarized`` and ``failed`` with
         # stage "summarize"); the pipeline's report of the same exception would count it twice.
         if getattr(exc, _REPORTED, False):
