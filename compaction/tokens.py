@@ -152,6 +152,34 @@ MAX_WHITESPACE_RUN = 20_000
 _PANIC_PIECE = 4_096
 
 
+_WHITESPACE = re.compile(r"\s*")
+
+
+def _long_runs(text: str, least: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of every whitespace run in ``text`` at least ``least`` long.
+
+    A run that long holds a multiple of ``step = least // 2``, so only those positions are
+    looked at (a regex over every position cost a quarter of the encoding time on a megabyte of
+    code). The first multiple inside a run is less than ``step`` past its start, which bounds
+    the look back.
+    """
+    step = max(least // 2, 1)
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(text):
+        if not text[i].isspace():
+            i += step
+            continue
+        before = text[max(i - step, 0) : i]
+        start = i - (len(before) - len(before.rstrip()))
+        match = _WHITESPACE.match(text, i)
+        end = match.end() if match is not None else i + 1
+        if end - start >= least:
+            runs.append((start, end))
+        i = max(i + step, -(-end // step) * step)  # the next multiple at or past the run's end
+    return runs
+
+
 def _is_panic(exc: BaseException) -> bool:
     # pyo3's PanicException lives in a module ("pyo3_runtime") that cannot be imported, so it
     # is known by name. Other BaseExceptions (KeyboardInterrupt, SystemExit) must pass.
@@ -223,12 +251,11 @@ class TiktokenCounter(CachingCounter):
         if len(text) < self.max_run:
             return self._encode_safely(text)
         total, start = 0, 0
-        # Only the start of a run is tried (the lookbehind), so the scan is linear.
-        for run in re.finditer(rf"(?<!\s)\s{{{self.max_run},}}", text):
-            total += self._encode_safely(text[start : run.start()])
-            for i in range(run.start(), run.end(), self.max_run):
-                total += self._encode_safely(text[i : min(i + self.max_run, run.end())])
-            start = run.end()
+        for run_start, run_end in _long_runs(text, self.max_run):
+            total += self._encode_safely(text[start:run_start])
+            for i in range(run_start, run_end, self.max_run):
+                total += self._encode_safely(text[i : min(i + self.max_run, run_end)])
+            start = run_end
         return total + self._encode_safely(text[start:])
 
     def _encode_safely(self, text: str) -> int:

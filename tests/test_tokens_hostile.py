@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from compaction import CompactionPipeline, Compactor, SlidingWindow, TiktokenCounter
 from compaction.messages import assistant, system, user
+from compaction.tokens import _long_runs
 
 # About a megabyte of spaces and then a letter: tiktoken's pre-tokeniser (fancy-regex, with a
 # backtracking limit) panics on it with a pyo3 PanicException, a BaseException.
@@ -89,3 +90,13 @@ def test_any_text_is_counted_and_cutting_long_runs_costs_at_most_a_token_a_cut(p
         cuts = sum(-(-len(m.group()) // 16) + 1 for m in re.finditer(r"\s{16,}", text))
         assert abs(n - _exact(text)) <= 2 * cuts
     assert TiktokenCounter().count(user(text)) >= 0
+
+
+@given(
+    st.lists(st.sampled_from(["a", "bb", " ", "\n", "\t\t", "\u3000", "\x1c"]), max_size=60),
+    st.integers(1, 12),
+)
+def test_long_runs_are_found_exactly(pieces, least) -> None:
+    text = "".join(pieces)
+    expected = [(m.start(), m.end()) for m in re.finditer(r"\s+", text) if len(m.group()) >= least]
+    assert _long_runs(text, least) == expected
