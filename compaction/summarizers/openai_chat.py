@@ -8,6 +8,10 @@ built, so the core never depends on it.
 The model is sent the standard instructions as the system message and the rendered transcript
 (never raw messages: no half tool pair can reach the provider) as the user message, fenced so
 it reads as data.
+
+The answer is read as raw bytes, not through the client's parser: ``timeout`` is a deadline for
+the whole call (the client's own timeout is per read, which a server trickling a byte at a time
+never trips), and at most ``max_bytes`` are read before anything is parsed.
 """
 
 from __future__ import annotations
@@ -37,21 +41,14 @@ _NO_KEY = (
 )
 
 
-def _answer(response: Any) -> str:
+def _answer(body: Any) -> str:
     # An endpoint that answers no choice, or a choice with no text (a refusal, a tool call,
     # a server that cut off), gives "": the Summary strategy treats that as a failed round.
-    # ``response`` is the decoded JSON body (a dict), or the client's own object.
-    if isinstance(response, dict):
-        choices = response.get("choices")
-        first = choices[0] if isinstance(choices, list) and choices else None
-        message = first.get("message") if isinstance(first, dict) else None
-        content = message.get("content") if isinstance(message, dict) else None
-        return content if isinstance(content, str) else ""
-    choices = getattr(response, "choices", None) or []
-    if not choices:
-        return ""
-    message = getattr(choices[0], "message", None)
-    content = getattr(message, "content", None)
+    # ``body`` is the decoded JSON of the answer, whatever shape the server gave it.
+    choices = body.get("choices") if isinstance(body, dict) else None
+    first = choices[0] if isinstance(choices, list) and choices else None
+    message = first.get("message") if isinstance(first, dict) else None
+    content = message.get("content") if isinstance(message, dict) else None
     return content if isinstance(content, str) else ""
 
 
@@ -98,7 +95,7 @@ class _Reader:
     def answer(self) -> str:
         try:
             body = json.loads(bytes(self.data))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the stack
             raise SummarizerError(f"the summariser's answer is not JSON: {exc}") from None
         return _answer(body)
 
