@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -131,3 +133,46 @@ def test_good_values_of_every_type_build(tmp_path):
         "summary",
     ]
     assert pipeline.strategies[-1].timeout == 30.0
+
+
+JSONISH = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(10**20), 10**20)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+OPTIONS = {
+    "tool_results": ["keep_steps", "min_tokens", "exclude_tools", "placeholder"],
+    "sliding_window": ["window_size", "window_mode", "keep_steps", "note"],
+    "truncate": ["max_chars", "max_tokens", "roles", "keep", "include_anchor", "marker"],
+    "summary": [
+        "keep_steps",
+        "max_failures",
+        "timeout",
+        "instructions",
+        "summary_tokens",
+        "min_tokens",
+    ],
+}
+
+
+@given(
+    st.sampled_from(sorted(OPTIONS)).flatmap(
+        lambda key: st.tuples(
+            st.just(key), st.dictionaries(st.sampled_from(OPTIONS[key]), JSONISH, max_size=3)
+        )
+    ),
+    JSONISH,
+)
+def test_any_config_value_builds_or_is_a_config_error(entry, strict):
+    key, options = entry
+    if key == "truncate" and "max_chars" not in options and "max_tokens" not in options:
+        options["max_chars"] = 500
+    for config in ({"use": [{"strategy": key, **options}]}, {"strict": strict, "use": [key]}):
+        with contextlib.suppress(ConfigError):  # a clear error naming the key, or a ladder
+            ladder_from_config(config)
