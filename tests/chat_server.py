@@ -7,7 +7,13 @@ It records every request body it received, and answers according to ``server.mod
 - ``slow``: the same, after waiting ``server.delay`` seconds (released early on stop);
 - ``error``: HTTP ``server.status`` (500, 429, ...) with an OpenAI-style error body;
 - ``empty``: a completion whose content is the empty string;
-- ``no_choices``: a completion with no choices at all.
+- ``no_choices``: a completion with no choices at all;
+- ``trickle``: a normal completion, sent one byte every ``server.interval`` seconds (a server
+  that never lets a per-read timeout fire), until the client hangs up or the server stops;
+- ``huge``: a completion whose content is ``server.size`` bytes, sent in 64 KiB writes until
+  the client hangs up; ``server.sent`` counts the bytes that went out. With
+  ``server.declare_length = False`` no Content-Length is sent (the body ends when the
+  connection closes), so only reading can find out how big it is.
 """
 
 from __future__ import annotations
@@ -27,6 +33,10 @@ class ChatServer:
         self.text = "## Objective\nsummary from the local server"
         self.delay = 5.0
         self.status = 500
+        self.interval = 0.2
+        self.size = 50_000_000
+        self.sent = 0
+        self.declare_length = True
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._release = threading.Event()
@@ -90,6 +100,37 @@ class ChatServer:
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):
                     self.wfile.write(data)
 
+            def _headers(self, length: int | None) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if length is not None:
+                    self.send_header("Content-Length", str(length))
+                self.end_headers()
+
+            def _trickle(self, data: bytes) -> None:
+                self._headers(len(data))
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    for i in range(len(data)):
+                        if server._release.wait(server.interval):
+                            return
+                        self.wfile.write(data[i : i + 1])
+                        self.wfile.flush()
+
+            def _huge(self, body: dict[str, Any]) -> None:
+                head, tail = json.dumps(server._completion(body, "\x00")).encode().split(b"\\u0000")
+                chunk = b"x" * 65536
+                filler = server.size - len(head) - len(tail)
+                size = len(head) + filler + len(tail)
+                self._headers(size if server.declare_length else None)
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    self.wfile.write(head)
+                    while filler > 0 and not server._release.is_set():
+                        piece = chunk[: min(filler, len(chunk))]
+                        self.wfile.write(piece)
+                        server.sent += len(piece)
+                        filler -= len(piece)
+                    self.wfile.write(tail)
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 body = json.loads(self.rfile.read(length) or b"{}")
@@ -106,6 +147,10 @@ class ChatServer:
                         server.status,
                         {"error": {"message": "boom", "type": "server_error", "code": None}},
                     )
+                elif mode == "trickle":
+                    self._trickle(json.dumps(server._completion(body, server.text)).encode())
+                elif mode == "huge":
+                    self._huge(body)
                 elif mode == "empty":
                     self._send(200, server._completion(body, ""))
                 elif mode == "no_choices":

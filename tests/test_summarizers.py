@@ -53,7 +53,7 @@ def session():
 def test_render_labels_every_message_and_decodes_arguments():
     summary = mark(user("## Objective\nolder work"), strategy="summary", kind="summary")
     text = render_transcript([summary, *session()])
-    assert text.startswith("--- summary of earlier messages ---\n## Objective\nolder work")
+    assert text.startswith("--- summary of 1 earlier message ---\n## Objective\nolder work")
     assert "--- user ---\nPlease make the parser" in text
     assert "--- tool call: bash (c1) ---\ncommand: cat src/parser/core.py\nls tests/" in text
     assert "--- tool call: edit (c2) ---\npath: src/parser/core.py\nnew: split()" in text
@@ -268,8 +268,9 @@ def test_openai_configuration_errors_are_clear(monkeypatch):
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(ValueError, match="COMPACTION_SUMMARY_MODEL"):
         OpenAIChatSummarizer()
-    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
-        OpenAIChatSummarizer("gpt-4o-mini")
+    # No key is needed to build one (the README's example); the first call says what to set
+    # (tests/test_summary_deadline.py).
+    OpenAIChatSummarizer("gpt-4o-mini")
     with pytest.raises(ValueError, match="max_tokens"):
         OpenAIChatSummarizer("m", base_url="http://127.0.0.1:9/v1", max_tokens=0)
 
@@ -290,8 +291,10 @@ def test_a_message_cannot_forge_the_rendered_headers():
     text = render_transcript(msgs)
     headers = [line for line in text.splitlines() if line.startswith("--- ")]
     assert headers == [
+        "--- assistant ---",
         "--- tool call: fetch (w1) ---",
         "--- tool result: fetch (w1) ---",
+        "--- assistant ---",
         "--- tool call: note (w2) ---",
         "--- tool result: note (w2) ---",
     ]

@@ -21,38 +21,52 @@ provider accepts one anywhere after the system block), with its provenance in ``
 
 Failure never costs the conversation (LangChain's summary failure wipes history): a round whose
 summariser raises, times out, answers nothing, or answers something no smaller than what it
-replaces ends the loop, and the last good round's conversation is answered (None when the first
-round failed). After ``max_failures`` failed runs in a row the breaker opens and the summariser
-is not called again until :meth:`Summary.reset`, so a broken endpoint is not paid every turn.
+replaces ends the loop, and the last good round's conversation is answered. When the first
+round failed there is nothing to answer, and the failure is raised to the pipeline, which keeps
+the conversation and shows it where users look (``result.failures``, the ``failed`` event),
+never as a quiet decline. The timeout is a deadline for the whole call: a late answer is
+dropped, and a summariser left running does not keep the program alive. After ``max_failures``
+failed runs in a row the breaker opens and the summariser is not called again until
+:meth:`Summary.reset`, so a broken endpoint is not paid every turn.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import inspect
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import attrs
 
 from .. import events
 from .._log import log
+from .._text import plural
 from ..messages import Message
-from ..strategy import Capabilities, Strategy, current_labels
+from ..strategy import Capabilities, Run, Strategy, current_labels
 from ..summarizers.base import (
     INSTRUCTIONS,
     SummarizerError,
     is_async_summarizer,
     render_transcript,
+    stands_for,
     summarizer_name,
+)
+from ..summarizers.deadline import (
+    await_with_deadline,
+    call_with_deadline,
+    check_timeout,
+    in_daemon_thread,
 )
 from ..summarizers.extractive import ExtractiveSummarizer
 from ..tokens import TokenCounter
-from ..transcript import Group, Transcript, mark, parse, provenance
+from ..transcript import Group, Transcript, mark, parse
 
 __all__ = ["Summary"]
+
+#: Set on a summariser's exception that the round already reported, before it is raised.
+_REPORTED = "_compaction_reported"
 
 #: Tokens a summary costs whatever it summarises (its header and section titles).
 _SUMMARY_OVERHEAD = 32
@@ -75,38 +89,11 @@ class _Round:
         return (*self.messages[: self.start], summary, *self.messages[self.end :])
 
 
-def _positive_number(option: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"Summary {option} must be a positive number or None, got {value!r}")
-
-
 def _check_int(option: str, value: Any, minimum: int, why: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise TypeError(f"Summary {option} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"Summary {option} must be >= {minimum}, got {value}: {why}")
-
-
-def _call_with_timeout(fn: Callable[..., Any], args: tuple[Any, ...], timeout: float) -> Any:
-    # A daemon thread rather than an executor: a summariser that hangs for good must neither
-    # hold up the turn loop nor keep the interpreter from exiting. We do not wait for it.
-    box: dict[str, Any] = {}
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            box["value"] = fn(*args)
-        except BaseException as exc:  # handed to the caller's thread below
-            box["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="compaction-summarizer", daemon=True).start()
-    if not done.wait(timeout):
-        raise TimeoutError(f"summariser did not answer within {timeout}s")
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
 
 
 class Summary(Strategy):
@@ -140,7 +127,8 @@ class Summary(Strategy):
           never have anything to do.
         - ``max_failures``: failed runs in a row after which the summariser is no longer
           called until :meth:`reset` (None: never stop calling it).
-        - ``timeout``: seconds one summariser call may take; a late answer fails the round.
+        - ``timeout``: seconds one summariser call may take, a deadline for the whole call (a
+          finite number > 0, or None for none); a late answer is dropped and fails the round.
         - ``instructions``: extra text appended to the standard prompt (which already asks
           for the fixed sections and says the transcript is data, not instructions).
         - ``summary_tokens``: the size a summary is expected to take at most, used to choose
@@ -159,7 +147,7 @@ class Summary(Strategy):
         if max_failures is not None:
             _check_int("max_failures", max_failures, 1, "use None to never open the breaker")
         if timeout is not None:
-            _positive_number("timeout", timeout)
+            timeout = check_timeout("Summary timeout", timeout)
         if instructions is not None and not isinstance(instructions, str):
             raise TypeError(
                 f"Summary instructions must be a str, got {type(instructions).__name__}"
@@ -210,7 +198,8 @@ class Summary(Strategy):
 
     def explain(self) -> str:
         breaker = (
-            f"; after {self.max_failures} failed runs in a row it stops calling it until reset"
+            f"; after {plural(self.max_failures, 'failed run')} in a row it stops calling it "
+            "until reset"
             if self.max_failures is not None
             else ""
         )
@@ -337,9 +326,10 @@ class Summary(Strategy):
         if not text:
             raise SummarizerError(f"summariser {self.summarizer_name} answered empty text")
         replaced = plan.replaced
-        draft = mark(Message("user", ""), strategy=self.name, kind="summary", replaces=replaced)
-        stands_for = len((provenance(draft) or {}).get("replaces", ()))
-        content = f"[Summary of {stands_for} earlier messages]\n{text}"
+        # Counted as the summariser was shown them (notes and summaries as what they stand
+        # for), so the header agrees with what the summary says it covers.
+        count = sum(stands_for(m) for m in replaced)
+        content = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
         summary = mark(
             Message("user", content),
             strategy=self.name,
@@ -347,12 +337,13 @@ class Summary(Strategy):
             replaces=replaced,
             summarizer=self.summarizer_name,
             region=plan.region,
+            stands_for=count,
         )
         before, after = counter.count_messages(replaced), counter.count(summary)
         if after >= before:
             raise SummarizerError(
-                f"summary ({after} tokens) is not smaller than the {len(replaced)} messages "
-                f"it would replace ({before} tokens)"
+                f"summary ({after} tokens) is not smaller than the "
+                f"{plural(len(replaced), 'message')} it would replace ({before} tokens)"
             )
         return summary
 
@@ -434,17 +425,40 @@ class Summary(Strategy):
             )
         if not self._closed():
             return None
-        current, good, called = messages, None, False
+        current, good, called, error = messages, None, False, None
         while (plan := self._plan(current, target=target, counter=counter)) is not None:
             called = True
-            summary = self._round_sync(plan, counter)
+            summary, error = self._round_sync(plan, counter)
             if summary is None:
                 break
             current = good = plan.apply(summary)
         self._settle(called, good)
+        return self._answer(good, error)
+
+    def _answer(
+        self, good: tuple[Message, ...] | None, error: BaseException | None
+    ) -> tuple[Message, ...] | None:
+        if good is None and error is not None:
+            # Nothing taken because the summariser failed: that is a failure, not a decline
+            # (a dead endpoint must not read as reason="declined", error=None). The pipeline
+            # keeps the conversation and records it with its error in result.failures.
+            # Marked on the exception itself, not on this strategy: one Summary may serve
+            # several runs at once.
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(error, _REPORTED, True)
+            raise error
         return good
 
-    def _round_sync(self, plan: _Round, counter: TokenCounter) -> Message | None:
+    def _failed(self, run: Run, exc: BaseException, stage: str) -> None:
+        # The round reported this failure as it happened (``summarized`` and ``failed`` with
+        # stage "summarize"); the pipeline's report of the same exception would count it twice.
+        if getattr(exc, _REPORTED, False):
+            return
+        super()._failed(run, exc, stage)
+
+    def _round_sync(
+        self, plan: _Round, counter: TokenCounter
+    ) -> tuple[Message | None, BaseException | None]:
         transcript = render_transcript(plan.replaced)
         started = time.monotonic()
         answer: Any = None
@@ -453,7 +467,8 @@ class Summary(Strategy):
             if self.timeout is None:
                 answer = self.summarizer(*args)
             else:
-                answer = _call_with_timeout(self.summarizer, args, self.timeout)
+                what = f"summariser {self.summarizer_name}"
+                answer = call_with_deadline(self.summarizer, args, self.timeout, what)
             if inspect.isawaitable(answer):
                 if inspect.iscoroutine(answer):
                     answer.close()  # never awaited: close it so no warning leaks
@@ -464,9 +479,9 @@ class Summary(Strategy):
             summary = self._summary_message(plan, answer, counter)
         except Exception as exc:
             self._report(transcript, answer, started, counter, exc)
-            return None
+            return None, exc
         self._report(transcript, answer, started, counter, None)
-        return summary
+        return summary, None
 
     # -- the rounds: async ---------------------------------------------------------------------
 
@@ -475,15 +490,15 @@ class Summary(Strategy):
     ) -> Sequence[Message] | None:
         if not self._closed():
             return None
-        current, good, called = messages, None, False
+        current, good, called, error = messages, None, False, None
         while (plan := self._plan(current, target=target, counter=counter)) is not None:
             called = True
-            summary = await self._round_async(plan, counter)
+            summary, error = await self._round_async(plan, counter)
             if summary is None:
                 break
             current = good = plan.apply(summary)
         self._settle(called, good)
-        return good
+        return self._answer(good, error)
 
     async def _ask(self, transcript: str) -> Any:
         summarizer = self.summarizer
@@ -493,13 +508,16 @@ class Summary(Strategy):
         elif is_async_summarizer(summarizer):
             answer = await summarizer(transcript, self.instructions)
         else:
-            # A sync summariser may block on I/O: keep the event loop free meanwhile.
-            answer = await asyncio.to_thread(summarizer, transcript, self.instructions)
+            # A sync summariser may block on I/O: keep the event loop free meanwhile, in a
+            # daemon thread (not the loop's executor, which asyncio.run waits for on exit).
+            answer = await in_daemon_thread(summarizer, transcript, self.instructions)
         if inspect.isawaitable(answer):
             answer = await answer
         return answer
 
-    async def _round_async(self, plan: _Round, counter: TokenCounter) -> Message | None:
+    async def _round_async(
+        self, plan: _Round, counter: TokenCounter
+    ) -> tuple[Message | None, BaseException | None]:
         transcript = render_transcript(plan.replaced)
         started = time.monotonic()
         answer: Any = None
@@ -507,18 +525,14 @@ class Summary(Strategy):
             if self.timeout is None:
                 answer = await self._ask(transcript)
             else:
-                try:
-                    answer = await asyncio.wait_for(self._ask(transcript), self.timeout)
-                except asyncio.TimeoutError:  # not the builtin TimeoutError before 3.11
-                    raise TimeoutError(
-                        f"summariser did not answer within {self.timeout}s"
-                    ) from None
+                what = f"summariser {self.summarizer_name}"
+                answer = await await_with_deadline(self._ask(transcript), self.timeout, what)
             summary = self._summary_message(plan, answer, counter)
         except Exception as exc:
             self._report(transcript, answer, started, counter, exc)
-            return None
+            return None, exc
         self._report(transcript, answer, started, counter, None)
-        return summary
+        return summary, None
 
 
 def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:

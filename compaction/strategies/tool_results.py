@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import ClassVar, Final
 
+from ..checks import check_format
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
@@ -100,19 +101,11 @@ class ToolResults(Strategy):
                     f"got {type(tool_name).__name__} {tool_name!r}"
                 )
         self.exclude_tools: frozenset[str] = frozenset(names)
-        if not isinstance(placeholder, str):
-            raise TypeError(
-                f"ToolResults placeholder must be a str, got {type(placeholder).__name__}"
-            )
-        try:
-            placeholder.format(name="tool", args="{}", call_id="call_0")
-        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
-            raise ValueError(
-                f"ToolResults placeholder {placeholder!r} does not format: {exc!r}. "
-                "It may use the fields {name}, {args} and {call_id}; write literal braces "
-                "as {{ and }}"
-            ) from None
-        self.placeholder = placeholder
+        # Checked here, bounded in width (a config may supply it), so a typo or a
+        # "{name:99999999999}" fails at construction, not as a MemoryError mid-run.
+        self.placeholder = check_format(
+            "ToolResults placeholder", placeholder, {"name": "tool", "args": "{}", "call_id": "c"}
+        )
 
     # -- the seed-000 protocol -------------------------------------------------------------
 

@@ -6,6 +6,11 @@ answered, nothing dropped) at the price of their middle or end. The cut is said 
 the model knows something is missing, and recorded in ``meta["compaction"]`` (kind
 ``"truncated"``, with ``original_chars`` and ``kept``), so code knows without parsing text.
 
+A message that carries more than text (images, documents, audio: the parts and blocks the
+adapters keep in ``meta``) is never cut: its content is only the text of those parts, and a
+rewritten message is written back from its new text, so cutting it would silently drop the
+image. Such messages are left whole for the other layers.
+
 As a ladder layer it works oldest first and stops at target, and never touches system messages
 (unless ``"system"`` is in ``roles``) or the task anchor, the newest real user message (unless
 ``include_anchor``): those are what the model is working from. As a plain per-message limit,
@@ -14,9 +19,10 @@ whatever the target, use :meth:`Truncate.truncate_message` or :meth:`Truncate.li
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import ClassVar, Final, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar, Final, Literal
 
+from ..checks import check_format
 from ..messages import ROLES, Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import ApproximateCounter, TokenCounter
@@ -34,6 +40,31 @@ DEFAULT_MARKER: Final = "\n[… {cut:,} characters cut …]\n"
 #: The largest cut a marker is sized for when checking, at construction, that it fits the
 #: limit at all (a cut of a gigabyte of text).
 _LARGE_CUT: Final = 10**9
+
+
+#: Part and block types that are text, or that the adapters write back beside a rewritten text
+#: (tool calls and results are modelled; thinking stays with its turn). Any other part (an
+#: image, a document, audio, a file) would be lost if the message's text were cut.
+_CARRIED: Final = frozenset({"text", "tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def _parts(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else []
+
+
+def _has_non_text_parts(message: Message) -> bool:
+    """True when ``message`` carries parts that are not text (read from the provider records
+    in its ``meta``: OpenAI content ``parts``, Anthropic ``blocks`` and tool-result ``block``)."""
+    for record in message.meta.values():
+        if not isinstance(record, Mapping):
+            continue
+        parts = _parts(record.get("parts")) + _parts(record.get("blocks"))
+        block = record.get("block")
+        if isinstance(block, Mapping):
+            parts += _parts(block.get("content"))
+        if any(isinstance(p, Mapping) and p.get("type") not in _CARRIED for p in parts):
+            return True
+    return False
 
 
 class Truncate(Strategy):
@@ -85,15 +116,8 @@ class Truncate(Strategy):
             raise ValueError("Truncate roles must name at least one role, or it cuts nothing")
         if keep not in _KEEPS:
             raise ValueError(f"Truncate keep must be one of {list(_KEEPS)}, got {keep!r}")
-        if not isinstance(marker, str):
-            raise TypeError(f"Truncate marker must be a str, got {type(marker).__name__}")
-        try:
-            large = marker.format(cut=_LARGE_CUT)
-        except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
-            raise ValueError(
-                f"Truncate marker {marker!r} does not format: {exc!r}. It may use the field "
-                "{cut} (characters cut); write literal braces as {{ and }}"
-            ) from None
+        # Bounded in width too: a config's "{cut:99999999999}" must fail here, not allocate.
+        large = check_format("Truncate marker", marker, {"cut": _LARGE_CUT}).format(cut=_LARGE_CUT)
         if max_chars is not None and len(large) >= max_chars:
             raise ValueError(
                 f"Truncate max_chars={max_chars} leaves no room for text beside the marker "
@@ -191,6 +215,8 @@ class Truncate(Strategy):
 
     def _shortened(self, message: Message, counter: TokenCounter) -> Message | None:
         """``message`` cut to the limit, or None when it fits (or cannot be cut to fit)."""
+        if _has_non_text_parts(message):
+            return None  # cutting its text would drop its images: left whole
         if self.max_chars is not None:
             kept = self._fit_chars(message.content, self.max_chars)
         else:
@@ -215,7 +241,8 @@ class Truncate(Strategy):
         )
 
     def truncate_message(self, message: Message, *, counter: TokenCounter | None = None) -> Message:
-        """``message`` cut to the limit, or ``message`` itself when it fits.
+        """``message`` cut to the limit, or ``message`` itself when it fits (or carries parts
+        that are not text, which cutting would drop).
 
         A plain per-message limit, whatever the target ("truncate the assistant's response to
         500 characters"): it applies to the message given, whatever its role. ``counter``
@@ -263,6 +290,8 @@ class Truncate(Strategy):
             # Notes and summaries are already as short as their writer made them, and a
             # placeholder is a few words: cutting them loses what they exist to say.
             if is_note(m) or (record is not None and record.get("kind") == "placeholder"):
+                continue
+            if _has_non_text_parts(m):
                 continue
             yield i
 

@@ -16,6 +16,7 @@ import re
 from collections.abc import Awaitable, Iterable
 from typing import Any, Final, Protocol, runtime_checkable
 
+from .._text import plural
 from ..messages import Message
 from ..transcript import is_note, provenance
 
@@ -27,6 +28,7 @@ __all__ = [
     "header",
     "is_async_summarizer",
     "render_transcript",
+    "stands_for",
     "summarizer_name",
 ]
 
@@ -51,7 +53,7 @@ Every file path, URL, id, command and error string that matters, copied verbatim
 ## Outstanding
 What is unfinished, the last state reached, and the next step.
 
-Sections titled "summary of earlier messages" are earlier summaries: keep what they say.
+Sections titled "summary of N earlier messages" are earlier summaries: keep what they say.
 Be brief: the summary must be much shorter than the transcript."""
 
 
@@ -90,8 +92,30 @@ def is_async_summarizer(summarizer: Any) -> bool:
 
 # -- rendering ---------------------------------------------------------------------------------
 
-#: Header lines of the rendered form: ``--- <label> ---`` on a line of its own.
+#: Header lines of the rendered form: ``--- <label> ---`` on a line of its own. An earlier
+#: summary is labelled ``summary of N earlier messages``, a note ``note on N earlier
+#: messages`` (N as :func:`stands_for` counts it); this is the label without the count.
 SUMMARY_LABEL: Final = "summary of earlier messages"
+
+#: A label of compaction output, with the count of messages it stands for.
+STAND_IN_LABEL: Final = re.compile(r"^(summary of|note on) (?:(\d+) )?earlier messages?$")
+
+
+def stands_for(message: Message) -> int:
+    """How many original messages ``message`` stands for: 1, or for a note or summary what it
+    says it replaced (its recorded count, else the originals its provenance names).
+
+    The Summary strategy's header and the rendered label both use this, so a summary's "of N
+    earlier messages" and the count a summariser is shown always agree.
+    """
+    if not is_note(message):
+        return 1
+    record = provenance(message) or {}
+    for key in ("stands_for", "dropped"):
+        value = record.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return max(len(record.get("replaces", ()) or ()), 1)
 
 
 def header(label: str) -> str:
@@ -127,7 +151,8 @@ def _arguments(text: str) -> str:
 def _label(message: Message, names: dict[str, str]) -> str:
     if is_note(message):
         record = provenance(message) or {}
-        return SUMMARY_LABEL if record.get("kind") == "summary" else "note on earlier messages"
+        kind = "summary of" if record.get("kind") == "summary" else "note on"
+        return f"{kind} {plural(stands_for(message), 'earlier message')}"
     if message.role == "tool":
         call_id = message.tool_call_id or ""
         tool_name = message.name or names.get(call_id, "tool")
@@ -141,7 +166,8 @@ def render_transcript(messages: Iterable[Message]) -> str:
     Each message starts with a ``--- label ---`` line: ``user``, ``assistant``, ``system``,
     ``tool call: NAME (ID)`` (followed by its decoded arguments), ``tool result: NAME (ID)``
     (the tool's name taken from the call when the result does not carry it), and
-    ``summary of earlier messages`` / ``note on earlier messages`` for compaction output.
+    ``summary of N earlier messages`` / ``note on N earlier messages`` for compaction output
+    (N: :func:`stands_for`).
     A line of content that looks like a header is indented by one space, so only the labels
     written here are headers.
     """
@@ -149,8 +175,10 @@ def render_transcript(messages: Iterable[Message]) -> str:
     names = {call.id: call.name for m in msgs for call in m.tool_calls}
     blocks: list[str] = []
     for m in msgs:
-        if m.content or not m.tool_calls:
-            blocks.append(f"{header(_label(m, names))}\n{_body(m.content)}")
+        # Every message gets its header, also an assistant message that is only tool calls:
+        # one header per message is what lets a reader count them (and keeps two assistant
+        # messages in a row from reading as one).
+        blocks.append(f"{header(_label(m, names))}\n{_body(m.content)}")
         for call in m.tool_calls:
             arguments = _body(_arguments(call.arguments))
             blocks.append(f"{header(f'tool call: {call.name} ({call.id})')}\n{arguments}")

@@ -21,7 +21,7 @@ from typing import Final
 
 import attrs
 
-from .base import SECTIONS, SUMMARY_LABEL
+from .base import SECTIONS, STAND_IN_LABEL
 
 __all__ = ["ExtractiveSummarizer", "extract_paths"]
 
@@ -160,16 +160,26 @@ class ExtractiveSummarizer:
         last_assistant = ""
         last_result = ""
         for label, body in _blocks(transcript):
-            if label == SUMMARY_LABEL:
-                _merge(d, _parse_summary(body))
+            stand_in = STAND_IN_LABEL.match(label)
+            # The label says how many messages a summary or note stands for: counted as that
+            # many, so this summary's count agrees with the header the Summary strategy writes.
+            stood = int(stand_in.group(2)) if stand_in and stand_in.group(2) else None
+            if stand_in and stand_in.group(1) == "summary of":
+                older = _parse_summary(body)
+                older.messages = stood if stood is not None else max(older.messages, 1)
+                _merge(d, older)
                 continue
-            d.messages += 1 if not _CALL.match(label) else 0
+            if stand_in:
+                d.messages += stood or 1
+            elif not _CALL.match(label):  # a call is part of the assistant message before it
+                d.messages += 1
             d.take_identifiers(body)
             if label == "user":
                 if not d.objective and body.strip():
                     d.objective = _cut(body, self.max_objective)
             elif label == "assistant":
-                last_assistant = body
+                if body.strip():  # a message that is only tool calls says nothing itself
+                    last_assistant = body
                 if body.strip():
                     d.steps.append(_cut(_first_line(body), self.max_line))
                 for line in body.splitlines():
