@@ -42,6 +42,7 @@ _BUILTINS: dict[str, str] = {
     "sliding_window": "compaction.strategies.sliding_window:SlidingWindow",
     "truncate": "compaction.strategies.truncate:Truncate",
     "summary": "compaction.strategies.summary:Summary",
+    "fit": "compaction.strategies.fit:Fit",
 }
 
 

@@ -64,6 +64,8 @@ def _floor(messages, counter) -> int:
     """Tokens nothing may give up: the system block, the task anchor, the newest step."""
     t = parse(messages)
     tokens = counter.count_messages(messages[: t.system_end])
+    if t.task is not None and t.task != t.anchor:
+        tokens += counter.count_messages(t.slice([t.groups[t.task]]))
     if t.anchor is not None:
         tokens += counter.count_messages(t.slice([t.groups[t.anchor]]))
         steps = [g for g in t.current if g.kind != "note"]

@@ -266,6 +266,7 @@ class Summary(Strategy):
             limit = t.groups[self._protected(t.groups)].start
         # History, in pieces: a note on its own, and the raw groups of each turn.
         pieces: list[Sequence[Group]] = []
+        protected = {t.groups[i].start for i in t.protected}
         for whole in t.turns():
             unit = tuple(g for g in whole if g.start < limit)
             if not unit:
@@ -273,23 +274,35 @@ class Summary(Strategy):
             head, rest = (unit[:1], unit[1:]) if unit[0].kind == "note" else ((), unit)
             if head:
                 pieces.append(list(head))
-            if rest:
-                pieces.append(list(rest))
+            # The task and pinned messages are never summarised: they split a turn, and an
+            # empty piece stands between the parts so that no run spans them.
+            part: list[Group] = []
+            for group in rest:
+                if group.start in protected:
+                    if part:
+                        pieces.append(part)
+                    pieces.append([])
+                    part = []
+                else:
+                    part.append(group)
+            if part:
+                pieces.append(part)
         raw_runs = _raw_runs(pieces)
         raw = self._worth(raw_runs, counts)
         if not raw_runs:
             combine = _note_run(pieces)
-        elif not raw and any(p[0].kind == "note" for p in pieces):
+        elif not raw and any(p and p[0].kind == "note" for p in pieces):
             # What is left of old turns between summaries is too small to be worth a call of
             # its own: combine it with the summaries around it rather than stop over target.
-            combine = pieces
+            combine = _unbroken(pieces)
         else:
             combine = []
+        kept = protected
         tiers = (
             ("history", raw, 1),
             ("history_summaries", combine, 2),
             ("current", _raw_run(self._current_pieces(t)), 1),
-            ("current_summaries", _note_run([[g] for g in t.current]), 2),
+            ("current_summaries", _note_run([[g] for g in t.current if g.start not in kept]), 2),
         )
         for region, runs, least in tiers:
             if len(runs) < least:
@@ -305,7 +318,12 @@ class Summary(Strategy):
         current = list(t.current)
         steps = [i for i, g in enumerate(current) if g.kind != "note"]
         protected = set(steps[-self.keep_steps :])
-        return [[g] for i, g in enumerate(current) if i not in protected]
+        pinned = {t.groups[i].start for i in t.pinned}
+        return [
+            [g] if g.start not in pinned else []
+            for i, g in enumerate(current)
+            if i not in protected
+        ]
 
     def _protected(self, groups: Sequence[Group]) -> int:
         """Index of the first of the newest ``keep_steps`` steps of ``groups`` (0 if fewer)."""
@@ -525,8 +543,23 @@ def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
     """The oldest contiguous run of pieces that are not notes."""
     out: list[Sequence[Group]] = []
     for piece in pieces:
+        if not piece:  # a protected message: no run spans it
+            if out:
+                break
+            continue
         raw = piece[0].kind != "note"
         if raw:
+            out.append(piece)
+        elif out:
+            break
+    return out
+
+
+def _unbroken(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
+    """The oldest run of pieces that no protected message breaks."""
+    out: list[Sequence[Group]] = []
+    for piece in pieces:
+        if piece:
             out.append(piece)
         elif out:
             break
@@ -538,6 +571,11 @@ def _raw_runs(pieces: Sequence[Sequence[Group]]) -> list[list[Sequence[Group]]]:
     out: list[list[Sequence[Group]]] = []
     run: list[Sequence[Group]] = []
     for piece in pieces:
+        if not piece:  # a protected message: no run spans it
+            if run:
+                out.append(run)
+                run = []
+            continue
         if piece[0].kind != "note":
             run.append(piece)
         elif run:
@@ -552,7 +590,7 @@ def _note_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
     """The oldest contiguous run of notes, when it has two or more (else none)."""
     out: list[Sequence[Group]] = []
     for piece in pieces:
-        if piece[0].kind == "note":
+        if piece and piece[0].kind == "note":
             out.append(piece)
         elif len(out) >= 2:
             break
