@@ -239,7 +239,7 @@ def test_placeholder_is_checked_at_construction(bad):
         ToolResults(placeholder=bad)
 
 
-def test_default_placeholder_names_tool_and_short_args_and_says_call_again():
+def test_default_placeholder_names_tool_args_and_recall_id_and_never_says_run_it_again():
     long_args = json.dumps({"content": "x" * 500})
     calls = [
         ToolCall("a", "bash", '{"command": "pytest -q"}'),
@@ -256,12 +256,37 @@ def test_default_placeholder_names_tool_and_short_args_and_says_call_again():
     ]
     out = ToolResults().apply(msgs, 1, counter=ApproximateCounter())
     assert out[2].content == DEFAULT_PLACEHOLDER.format(
-        name="bash", args='{"command": "pytest -q"}', call_id="a"
+        name="bash",
+        args='{"command": "pytest -q"}',
+        call_id="a",
+        ref=message_ref(msgs[2]),
+        errors="",
     )
     assert "write_file(…)" in out[3].content and "x" * 50 not in out[3].content
     assert "list_dir()" in out[4].content
-    for m in out[2:5]:
-        assert "call the tool again" in m.content.lower()
+    for old, new in zip(msgs[2:5], out[2:5], strict=True):
+        # a write or a shell command run again repeats its side effect: never invited
+        assert "again" not in new.content.lower()
+        assert f"recall id {message_ref(old)}" in new.content
+        assert "already ran" in new.content
+
+
+def test_the_placeholder_keeps_the_error_names_the_output_reported():
+    msgs = [
+        user("go"),
+        assistant("", [ToolCall("a", "bash", '{"command": "pytest"}')]),
+        tool("a", "Traceback ...\nValueError: bad\n" + "x" * 800 + "\nKeyError: 'k'"),
+        *step(9),
+    ]
+    out = ToolResults().apply(msgs, 1, counter=ApproximateCounter())
+    assert "it reported ValueError, KeyError" in out[2].content
+
+
+def test_a_pinned_result_is_never_cleared():
+    msgs = run(2)
+    msgs[3] = msgs[3].replace(meta={"pinned": True})
+    out = ToolResults().apply(msgs, 1, counter=ApproximateCounter())
+    assert out[3] == msgs[3]
 
 
 def test_provenance_is_in_meta_and_the_call_stays_answered():
