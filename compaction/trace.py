@@ -27,13 +27,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .messages import Message
+from .tokens import TokenCounter
 from .transcript import message_ref, provenance
 
 __all__ = [
+    "CUT_MARKER",
     "MAX_FACTS",
     "MAX_NOTE_CHARS",
     "MIN_NOTE_CHARS",
     "Facts",
+    "cut_middle",
     "error_names",
     "facts_of",
     "note_text",
@@ -71,6 +74,33 @@ _COMMAND_KEYS: Final = frozenset({"command", "cmd", "script", "code"})
 _EDIT_TOOLS: Final = frozenset(
     {"Write", "Edit", "MultiEdit", "NotebookEdit", "str_replace_editor", "edit", "write", "create"}
 )
+
+
+#: Where a text was cut in its middle. ``{cut}``: characters cut; ``{ref}``: the recall id of
+#: the original message (a session's ``recall`` gives it back whole).
+CUT_MARKER: Final = "\n[… {cut:,} characters cut to fit the context window; recall id {ref} …]\n"
+
+
+def cut_middle(
+    text: str, want: int, ref: str, counter: TokenCounter, marker: str = CUT_MARKER
+) -> str | None:
+    """``text`` with its middle cut so that it counts about ``want`` tokens at most, head and
+    tail kept around ``marker`` (formatted with ``cut`` and ``ref``); None when no cut makes it
+    smaller. A few counts of the (shorter) candidate, never of anything else."""
+    tokens = counter.count_text(text)
+    if tokens <= want or len(text) < 2:
+        return None
+    room = max(want - counter.count_text(marker.format(cut=len(text), ref=ref)), 0)
+    kept = min(len(text) - 1, len(text) * room // max(tokens, 1))
+    for _ in range(6):
+        shown = marker.format(cut=len(text) - kept, ref=ref)
+        head = kept - kept // 2
+        candidate = text[:head] + shown + text[len(text) - kept // 2 :]
+        cost = counter.count_text(candidate)
+        if cost <= want or kept == 0:
+            return candidate if cost < tokens else None
+        kept = max(kept * want // max(cost, 1) - 1, 0)
+    return None
 
 
 def error_names(text: str) -> list[str]:

@@ -69,12 +69,21 @@ def test_replaces_oldest_first_and_stops_at_target():
     assert replaced(one.messages) == [3]
     assert one.after == before - saving
 
-    # One token more to give: the second oldest goes too, and no more.
+    # One token more to give: clearing the second oldest would throw away far more than
+    # that, so just enough of its middle is cut (head and tail kept, recall id named).
     two = strategy.compact(msgs, target=before - saving - 1, counter=counter)
-    assert replaced(two.messages) == [3, 5]
-    assert two.after == before - 2 * saving
+    assert replaced(two.messages) == [3]
+    cut = two.messages[5]
+    record = provenance(cut)
+    assert record["kind"] == "truncated" and record["replaces"] == (message_ref(msgs[5]),)
+    assert f"recall id {message_ref(msgs[5])}" in cut.content
+    assert cut.content[:20] == msgs[5].content[:20] and cut.content[-5:] == msgs[5].content[-5:]
+    assert before - 2 * saving < two.after <= before - saving - 1
     assert two.applied[0].strategy == "tool_results"
-    assert (two.applied[0].before, two.applied[0].after) == (before, before - 2 * saving)
+
+    # Clearing it whole is just enough: then it is cleared.
+    both = strategy.compact(msgs, target=before - 2 * saving, counter=counter)
+    assert replaced(both.messages) == [3, 5]
 
 
 def test_partial_progress_is_kept_when_target_is_out_of_reach():

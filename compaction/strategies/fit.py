@@ -37,13 +37,12 @@ from typing import Any, ClassVar, Final
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
+from ..trace import CUT_MARKER, cut_middle
 from ..transcript import mark, message_ref, parse, provenance
 from ..validate import validate
 
 __all__ = ["CUT_MARKER", "Fit"]
 
-#: Where a message was cut. ``{cut}``: characters cut; ``{ref}``: the original's recall id.
-CUT_MARKER: Final = "\n[… {cut:,} characters cut to fit the context window; recall id {ref} …]\n"
 #: The marker of the tight pass, when even the marked cuts do not fit (a target of a few dozen
 #: tokens for several messages): it still says that, and how much, was cut.
 SHORT_MARKER: Final = "[…{cut:,} cut…]"
@@ -86,28 +85,10 @@ class Fit(Strategy):
 
     # -- cutting one text ----------------------------------------------------------------------
 
-    @staticmethod
-    def _cut_text(text: str, kept: int, ref: str, marker: str) -> str:
-        marker = marker.format(cut=len(text) - kept, ref=ref)
-        head = kept - kept // 2
-        return text[:head] + marker + text[len(text) - kept // 2 :]
-
     def _shrink_text(
         self, text: str, want: int, ref: str, counter: TokenCounter, marker: str
     ) -> str | None:
-        """``text`` cut in its middle to about ``want`` tokens (None: no cut makes it smaller)."""
-        tokens = counter.count_text(text)
-        if tokens <= want or len(text) < 2:
-            return None
-        room = max(want - counter.count_text(marker.format(cut=len(text), ref=ref)), 0)
-        kept = min(len(text) - 1, len(text) * room // max(tokens, 1))
-        for _ in range(6):
-            candidate = self._cut_text(text, kept, ref, marker)
-            cost = counter.count_text(candidate)
-            if cost <= want or kept == 0:
-                return candidate if cost < tokens else None
-            kept = max(kept * want // max(cost, 1) - 1, 0)
-        return None
+        return cut_middle(text, want, ref, counter, marker)
 
     def _shrink(
         self, message: Message, want: int, counter: TokenCounter, marker: str, least: int

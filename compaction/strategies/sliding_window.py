@@ -43,12 +43,13 @@ from ..messages import Message
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
-from ..trace import facts_of, note_text
+from ..trace import cut_middle, facts_of, note_text
 from ..transcript import (
     PROVENANCE_KEY,
     Transcript,
     is_note,
     is_person_written,
+    mark,
     message_ref,
     parse,
     provenance,
@@ -56,6 +57,9 @@ from ..transcript import (
 from ..validate import validate
 
 __all__ = ["SlidingWindow", "WindowMode"]
+
+#: The least of a message worth keeping in part (tokens): below it, the message goes whole.
+_MIN_PART = 64
 
 WindowMode = Literal["messages", "tokens"]
 _MODES: tuple[str, ...] = ("messages", "tokens")
@@ -292,7 +296,67 @@ class SlidingWindow(Strategy):
         after = total - dropped_tokens + counter.count(note)
         if after >= total:
             return None
-        return self._build(transcript, chunks[:p], note)
+        out = self._build(transcript, chunks[:p], note)
+        if target - after > max(_MIN_PART, target // 20):
+            # The last group to go overshot the target by far (one huge message): keep its
+            # head and tail instead, cut in the middle, so no more is thrown away than needed.
+            part = self._keep_part(transcript, chunks, p, total - dropped_tokens, target, counter)
+            if part is not None:
+                return part
+        return out
+
+    def _keep_part(
+        self,
+        transcript: Transcript,
+        chunks: Sequence[_Chunk],
+        p: int,
+        kept: int,
+        target: int,
+        counter: TokenCounter,
+    ) -> list[Message] | None:
+        """The cut of ``chunks[:p]`` with the last chunk kept in part: its largest message cut
+        in the middle so that the whole, with the note for ``chunks[:p - 1]``, fits."""
+        last = chunks[p - 1]
+        if len(last.groups) != 1:
+            return None
+        group = transcript.groups[last.groups[0]]
+        msgs = transcript.messages
+        rest = chunks[: p - 1]
+        # No note for nothing, nor for older notes alone (swapping notes is no rewrite).
+        note = self._note(transcript, rest) if not all(c.notes_only for c in rest) else None
+        room = target - kept - (counter.count(note) if note is not None else 0)
+        if note is None:
+            room -= sum(c.tokens for c in rest)  # those stay, then
+        biggest = max(range(group.start, group.end), key=lambda i: counter.count(msgs[i]))
+        message = msgs[biggest]
+        others = last.tokens - counter.count(message)
+        overhead = counter.count(message) - counter.count_text(message.content)
+        want = room - others - overhead
+        if want < _MIN_PART or not message.content:
+            return None
+        record = provenance(message)
+        earlier = record.get("replaces") if record is not None else None
+        text = cut_middle(
+            message.content, want, str(earlier[0]) if earlier else message_ref(message), counter
+        )
+        if text is None:
+            return None
+        cut = mark(
+            message.replace(content=text),
+            strategy=self.name,
+            kind="truncated",
+            replaces=[message],
+            original_chars=len(message.content),
+            kept_chars=len(text),
+        )
+        out = self._build(transcript, rest if note is not None else (), note)
+        at = out.index(message) if message in out else -1
+        if at < 0:
+            return None
+        out[at] = cut
+        if counter.count_messages(out) > target:
+            return None
+        return out
 
     # -- helpers -------------------------------------------------------------------------------
 

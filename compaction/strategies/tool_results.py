@@ -23,7 +23,7 @@ from typing import ClassVar, Final
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..trace import error_names
+from ..trace import cut_middle, error_names
 from ..transcript import is_pinned, mark, message_ref, parse, provenance
 from ..validate import validate
 
@@ -179,6 +179,29 @@ class ToolResults(Strategy):
             tool=tool_name,
         )
 
+    def _cut(self, result: Message, keep: int, counter: TokenCounter) -> Message | None:
+        """``result`` with its middle cut so that it costs at most ``keep`` tokens."""
+        overhead = counter.count(result) - counter.count_text(result.content)
+        record = provenance(result)
+        earlier = record.get("replaces") if record is not None else None
+        ref = str(earlier[0]) if earlier else message_ref(result)
+        text = cut_middle(result.content, keep - overhead, ref, counter)
+        if text is None:
+            return None
+        original = (
+            record.get("original_chars", len(result.content))
+            if record is not None and record.get("kind") == "truncated"
+            else len(result.content)
+        )
+        return mark(
+            result.replace(content=text),
+            strategy=self.name,
+            kind="truncated",
+            replaces=[result],
+            original_chars=original,
+            kept_chars=len(text),
+        )
+
     def rewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
     ) -> Sequence[Message] | None:
@@ -212,6 +235,14 @@ class ToolResults(Strategy):
                 new_tokens = counter.count(new)
                 if new_tokens >= old_tokens:
                     continue
+                keep = old_tokens - (total - target)
+                if keep > new_tokens + self.min_tokens:
+                    # Clearing it would overshoot the target by far: cut just enough of its
+                    # middle instead (head and tail kept, the cut marked with the recall id),
+                    # so no more is thrown away than needed.
+                    cut = self._cut(old, keep, counter)
+                    if cut is not None:
+                        new, new_tokens = cut, counter.count(cut)
                 if out is None:
                     out = list(messages)
                 out[i] = new
