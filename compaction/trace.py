@@ -43,7 +43,7 @@ __all__ = [
     "paths_in",
 ]
 
-MAX_NOTE_CHARS: Final = 1600
+MAX_NOTE_CHARS: Final = 1200
 MIN_NOTE_CHARS: Final = 100
 MAX_FACTS: Final = 200
 #: A command is named by its first line, at most this long.

@@ -43,8 +43,7 @@ SOURCE_KEY: Final = "swe_agent"
 #: harness sends them as user entries; they are marked synthetic and never taken for the
 #: task, and so are demonstrations (``is_demo``).
 DEFAULT_HARNESS_TEMPLATES: Final = (
-    "Your output was not formatted correctly. You must always include one discussion and one "
-    "command as part of your response.",
+    "Your output was not formatted correctly.",
     "Your output could not be parsed properly.",
     "Your output could not be parsed as a tool call.",
     "Your last output did not use any tool calls!",

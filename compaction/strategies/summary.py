@@ -52,10 +52,15 @@ from ..summarizers.extractive import ExtractiveSummarizer
 from ..tokens import TokenCounter
 from ..transcript import Group, Transcript, mark, parse, provenance
 
-__all__ = ["Summary"]
+__all__ = ["Recall", "Summary"]
 
 #: Tokens a summary costs whatever it summarises (its header and section titles).
 _SUMMARY_OVERHEAD = 32
+
+#: A recall source: the original message a recall id names, or None (``Session.recall``).
+Recall = Callable[[str], "Message | None"]
+#: The kinds of rewritten message summarised from their original when it can be recalled.
+_RECALLED = frozenset({"placeholder", "truncated"})
 
 
 @attrs.frozen
@@ -129,6 +134,7 @@ class Summary(Strategy):
         instructions: str | None = None,
         summary_tokens: int | None = None,
         min_tokens: int = 200,
+        recall: Recall | None = None,
     ) -> None:
         """
         - ``summarizer``: a callable ``(transcript, instructions) -> str`` (or awaitable);
@@ -147,6 +153,10 @@ class Summary(Strategy):
           how much to give up per round; default the summariser's ``max_tokens``, else 1024.
         - ``min_tokens``: a stretch smaller than this is not worth a summariser call (its
           summary would not be smaller), so that region is passed over.
+        - ``recall``: where originals can be looked up by recall id, e.g. a session's
+          ``recall`` (``Session.recall``): a callable ``(ref) -> Message | None``. A region
+          holding placeholders or cut messages is then summarised from the originals they
+          stand for, not from the placeholders (issue 12). None: from what is there.
         """
         if summarizer is None:
             summarizer = ExtractiveSummarizer()
@@ -177,6 +187,12 @@ class Summary(Strategy):
         _check_int("min_tokens", min_tokens, 0, "a token count")
         self.summary_tokens = summary_tokens
         self.min_tokens = min_tokens
+        if recall is not None and not callable(recall):
+            raise TypeError(
+                f"Summary recall must be a callable (ref) -> Message | None, "
+                f"got {type(recall).__name__}"
+            )
+        self.recall = recall
         self._failures = 0
 
     # -- the breaker ---------------------------------------------------------------------------
@@ -462,8 +478,30 @@ class Summary(Strategy):
         self._settle(called, good)
         return good
 
+    def _source(self, replaced: Sequence[Message]) -> list[Message]:
+        """What the summariser reads for ``replaced``: each placeholder or cut message as the
+        original it stands for, when ``recall`` has it (a failing lookup keeps what is there:
+        a summary of a placeholder beats no summary)."""
+        if self.recall is None:
+            return list(replaced)
+        out: list[Message] = []
+        for message in replaced:
+            record = provenance(message)
+            refs = record.get("replaces") if record is not None else None
+            original = None
+            if record is not None and record.get("kind") in _RECALLED and refs and len(refs) == 1:
+                try:
+                    found = self.recall(str(refs[0]))
+                except Exception as exc:  # a lookup is a convenience, never a failure
+                    log.warning("summary.recall_failed", ref=refs[0], error=repr(exc))
+                    found = None
+                if isinstance(found, Message):
+                    original = found
+            out.append(original if original is not None else message)
+        return out
+
     def _round_sync(self, plan: _Round, counter: TokenCounter) -> Message | None:
-        transcript = render_transcript(plan.replaced)
+        transcript = render_transcript(self._source(plan.replaced))
         started = time.monotonic()
         answer: Any = None
         try:
@@ -518,7 +556,7 @@ class Summary(Strategy):
         return answer
 
     async def _round_async(self, plan: _Round, counter: TokenCounter) -> Message | None:
-        transcript = render_transcript(plan.replaced)
+        transcript = render_transcript(self._source(plan.replaced))
         started = time.monotonic()
         answer: Any = None
         try:
