@@ -6,9 +6,9 @@ names seen, how many messages and tool steps, and the ids to recall them (a sess
 ``recall`` finds a message by these ids). The note is deterministic (the same dropped messages
 give the same text) and bounded:
 
-- its text is at most :data:`MAX_NOTE_CHARS` characters, and at most a quarter of the
-  characters it stands for (never less than :data:`MIN_NOTE_CHARS`), so a note costs a small,
-  known share of what it saves; what does not fit is counted ("+12 more"), never cut mid-name;
+- its text is at most :data:`MAX_NOTE_CHARS` characters, and at most half the characters it
+  stands for (never less than :data:`MIN_NOTE_CHARS`), so a note costs a small, known share
+  of what it saves; what does not fit is counted ("+12 more"), never cut mid-name;
 - the facts kept in its ``meta`` are bounded too (:data:`MAX_FACTS` per kind).
 
 Facts live in the note's provenance (``meta["compaction"]["facts"]``), so a newer note that
@@ -243,7 +243,7 @@ def note_text(facts: Facts, stands_for_chars: int, *, messages: int | None = Non
     """The note's text: counts first, then errors, files edited, files, commands, recall ids,
     as many as the bound allows (see the module docstring). ``messages`` overrides the
     number of messages said to be removed."""
-    bound = min(MAX_NOTE_CHARS, max(MIN_NOTE_CHARS, stands_for_chars // 4))
+    bound = min(MAX_NOTE_CHARS, max(MIN_NOTE_CHARS, stands_for_chars // 2))
     n = facts.messages if messages is None else messages
     head = (
         f"[{n} earlier message{'s' if n != 1 else ''}"

@@ -318,7 +318,12 @@ class Summary(Strategy):
             ("history", raw, 1),
             ("history_summaries", combine, 2),
             ("current", _raw_run(self._current_pieces(t)), 1),
-            ("current_summaries", _note_run([[g] for g in t.current if g.start not in kept]), 2),
+            # a protected message stands between as an empty piece: no run spans it
+            (
+                "current_summaries",
+                _note_run([[g] if g.start not in kept else [] for g in t.current]),
+                2,
+            ),
         )
         for region, runs, least in tiers:
             if len(runs) < least:
