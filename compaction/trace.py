@@ -51,7 +51,8 @@ MAX_COMMAND_CHARS: Final = 80
 
 #: Exception class names: ``ValueError``, ``ModuleNotFoundError``, ``django.core.exceptions.
 #: ImproperlyConfigured`` is named by its last part only when it ends in Error/Exception.
-_ERROR: Final = re.compile(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b")
+_ERROR: Final = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception)")
+_ERROR_END: Final = re.compile(r"(?:Error|Exception)(?![A-Za-z0-9_])")
 _EXTENSIONS: Final = (
     "py|pyi|pyx|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|yaml|yml|cfg|ini|lock|c|h|cc|"
     "cpp|hpp|rs|go|java|kt|rb|php|sh|bash|zsh|html|css|scss|sql|xml|csv|log|patch|diff|ipynb|"
@@ -82,12 +83,20 @@ CUT_MARKER: Final = "\n[… {cut:,} characters cut to fit the context window; re
 
 
 def cut_middle(
-    text: str, want: int, ref: str, counter: TokenCounter, marker: str = CUT_MARKER
+    text: str,
+    want: int,
+    ref: str,
+    counter: TokenCounter,
+    marker: str = CUT_MARKER,
+    *,
+    tokens: int | None = None,
 ) -> str | None:
     """``text`` with its middle cut so that it counts about ``want`` tokens at most, head and
     tail kept around ``marker`` (formatted with ``cut`` and ``ref``); None when no cut makes it
-    smaller. A few counts of the (shorter) candidate, never of anything else."""
-    tokens = counter.count_text(text)
+    smaller. ``tokens`` is what ``text`` counts, when known (it saves encoding it): the cut is
+    sized from the text's own density and checked by counting only the shorter candidate."""
+    if tokens is None:
+        tokens = counter.count_text(text)
     if tokens <= want or len(text) < 2:
         return None
     room = max(want - counter.count_text(marker.format(cut=len(text), ref=ref)), 0)
@@ -107,7 +116,17 @@ def error_names(text: str) -> list[str]:
     """Exception class names in ``text``, in order, each once."""
     if "Error" not in text and "Exception" not in text:
         return []  # the common case: one substring scan instead of a regex pass
-    return list(dict.fromkeys(_ERROR.findall(text)))
+    # Find the suffix (a literal search, fast on megabytes of output), then walk back over the
+    # name: a regex that starts at every capital letter is several times slower.
+    found: dict[str, None] = {}
+    for match in _ERROR_END.finditer(text):
+        start = match.start()
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        name = text[start : match.end()]
+        if name[:1].isupper() and name.isascii() and _ERROR.fullmatch(name):
+            found[name] = None
+    return list(found)
 
 
 def paths_in(text: str) -> list[str]:
@@ -142,11 +161,21 @@ class Facts:
                 return
             into[item] = None
 
-    def add_message(self, message: Message) -> None:
-        """Fold in one dropped message (a note or summary of ours: its recorded facts)."""
+    def add_message(self, message: Message, cache: dict[int, Facts] | None = None) -> None:
+        """Fold in one dropped message (a note or summary of ours: its recorded facts).
+
+        ``cache`` (by ``id(message)``, for as long as the messages live) keeps each message's
+        own facts, so a layer that tries several cuts reads each message once."""
         record = provenance(message)
         if record is not None and record.get("kind") in ("note", "summary"):
             self.merge(record)
+            return
+        if cache is not None:
+            own = cache.get(id(message))
+            if own is None:
+                own = cache[id(message)] = Facts()
+                own.add_message(message)
+            self.absorb(own)
             return
         self.messages += 1
         self.refs.append(message_ref(message))
@@ -182,6 +211,16 @@ class Facts:
                 elif len(item) < 300:
                     self._add(self.files, paths_in(item))
 
+    def absorb(self, other: Facts) -> None:
+        """Fold in ``other`` (newer) facts."""
+        self.messages += other.messages
+        self.steps += other.steps
+        self.refs.extend(other.refs)
+        self._add(self.edited, other.edited)
+        self._add(self.files, other.files)
+        self._add(self.commands, other.commands)
+        self._add(self.errors, other.errors)
+
     def merge(self, record: Mapping[str, Any]) -> None:
         """Fold in an older note's recorded facts (``record`` is its provenance)."""
         facts = record.get("facts")
@@ -212,11 +251,12 @@ class Facts:
         }
 
 
-def facts_of(messages: Sequence[Message]) -> Facts:
-    """The facts of ``messages``, oldest first (older notes among them merged in)."""
+def facts_of(messages: Sequence[Message], cache: dict[int, Facts] | None = None) -> Facts:
+    """The facts of ``messages``, oldest first (older notes among them merged in); ``cache``
+    as for :meth:`Facts.add_message`."""
     facts = Facts()
     for message in messages:
-        facts.add_message(message)
+        facts.add_message(message, cache)
     return facts
 
 

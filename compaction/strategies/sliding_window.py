@@ -43,7 +43,7 @@ from ..messages import Message
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
-from ..trace import cut_middle, facts_of, note_text
+from ..trace import Facts, cut_middle, facts_of, note_text
 from ..transcript import (
     PROVENANCE_KEY,
     Transcript,
@@ -65,7 +65,7 @@ WindowMode = Literal["messages", "tokens"]
 _MODES: tuple[str, ...] = ("messages", "tokens")
 
 
-def _refs(replaced: Sequence[Message]) -> tuple[str, ...]:
+def _refs(replaced: Sequence[Message], memo: dict[int, str] | None = None) -> tuple[str, ...]:
     """The originals ``replaced`` stands for, as :func:`compaction.transcript.mark` records them.
 
     An older note or summary folds in the messages it stood for. A transcript can keep the raw
@@ -78,7 +78,10 @@ def _refs(replaced: Sequence[Message]) -> tuple[str, ...]:
     present: Counter[str] = Counter()  # plain messages met so far, not yet matched to a note
     for m in replaced:
         if not is_note(m):
-            ref = message_ref(m)
+            if memo is None:
+                ref = message_ref(m)
+            else:
+                ref = memo.get(id(m)) or memo.setdefault(id(m), message_ref(m))
             refs.append(ref)
             present[ref] += 1
             continue
@@ -88,6 +91,17 @@ def _refs(replaced: Sequence[Message]) -> tuple[str, ...]:
             else:
                 refs.append(ref)
     return tuple(refs)
+
+
+class _Memo:
+    """What one rewrite learns about its messages once (recall ids, facts), by ``id``: the
+    messages live for the whole rewrite, and several cuts may be tried."""
+
+    __slots__ = ("facts", "refs")
+
+    def __init__(self) -> None:
+        self.refs: dict[int, str] = {}
+        self.facts: dict[int, Facts] = {}
 
 
 class _Chunk:
@@ -284,15 +298,20 @@ class SlidingWindow(Strategy):
 
         if not self.writes_note:
             return self._build(transcript, chunks[:p], None)
+        memo = _Memo()
         # Phase 3, the note: one more chunk at a time until what is left, note included, fits.
         # The note grows with what it names, so it is written and counted for each cut tried
         # (a short text, counted once per try: never the conversation again).
         while True:
-            note = self._note(transcript, chunks[:p])
-            if total - dropped_tokens + counter.count(note) <= target or p == len(chunks):
+            note = self._note(transcript, chunks[:p], memo)
+            cost = counter.count(note)
+            if total - dropped_tokens + cost <= target or p == len(chunks):
                 break
-            dropped_tokens += chunks[p].tokens
-            p += 1
+            # As many more chunks as this note's cost needs, at once: the note grows little
+            # with what it names, so a few tries settle it (never one note per chunk).
+            while p < len(chunks) and total - dropped_tokens + cost > target:
+                dropped_tokens += chunks[p].tokens
+                p += 1
         after = total - dropped_tokens + counter.count(note)
         if after >= total:
             return None
@@ -300,7 +319,8 @@ class SlidingWindow(Strategy):
         if target - after > max(_MIN_PART, target // 20):
             # The last group to go overshot the target by far (one huge message): keep its
             # head and tail instead, cut in the middle, so no more is thrown away than needed.
-            part = self._keep_part(transcript, chunks, p, total - dropped_tokens, target, counter)
+            kept = total - dropped_tokens
+            part = self._keep_part(transcript, chunks, p, kept, target, counter, memo)
             if part is not None:
                 return part
         return out
@@ -313,6 +333,7 @@ class SlidingWindow(Strategy):
         kept: int,
         target: int,
         counter: TokenCounter,
+        memo: _Memo,
     ) -> list[Message] | None:
         """The cut of ``chunks[:p]`` with the last chunk kept in part: its largest message cut
         in the middle so that the whole, with the note for ``chunks[:p - 1]``, fits."""
@@ -323,22 +344,22 @@ class SlidingWindow(Strategy):
         msgs = transcript.messages
         rest = chunks[: p - 1]
         # No note for nothing, nor for older notes alone (swapping notes is no rewrite).
-        note = self._note(transcript, rest) if not all(c.notes_only for c in rest) else None
+        note = self._note(transcript, rest, memo) if not all(c.notes_only for c in rest) else None
         room = target - kept - (counter.count(note) if note is not None else 0)
         if note is None:
             room -= sum(c.tokens for c in rest)  # those stay, then
         biggest = max(range(group.start, group.end), key=lambda i: counter.count(msgs[i]))
         message = msgs[biggest]
         others = last.tokens - counter.count(message)
-        overhead = counter.count(message) - counter.count_text(message.content)
+        size = counter.count(message)
+        overhead = counter.count(message.replace(content="", tokens=None))
         want = room - others - overhead
         if want < _MIN_PART or not message.content:
             return None
         record = provenance(message)
         earlier = record.get("replaces") if record is not None else None
-        text = cut_middle(
-            message.content, want, str(earlier[0]) if earlier else message_ref(message), counter
-        )
+        ref = str(earlier[0]) if earlier else message_ref(message)
+        text = cut_middle(message.content, want, ref, counter, tokens=max(size - overhead, 1))
         if text is None:
             return None
         cut = mark(
@@ -360,7 +381,7 @@ class SlidingWindow(Strategy):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _note(self, transcript: Transcript, chunks: Sequence[_Chunk]) -> Message:
+    def _note(self, transcript: Transcript, chunks: Sequence[_Chunk], memo: _Memo) -> Message:
         """The note standing for the messages of ``chunks``: what went, by name (see
         :mod:`compaction.trace`), folding in the facts of older notes among them."""
         msgs = transcript.messages
@@ -368,8 +389,8 @@ class SlidingWindow(Strategy):
         replaced: list[Message] = []
         for index in sorted(g for chunk in chunks for g in chunk.groups):
             replaced.extend(msgs[groups[index].start : groups[index].end])
-        refs = _refs(replaced)
-        facts = facts_of(replaced)
+        refs = _refs(replaced, memo.refs)
+        facts = facts_of(replaced, memo.facts)
         chars = sum(c.chars for c in chunks)
         text = note_text(facts, chars, messages=len(refs))
         record = {

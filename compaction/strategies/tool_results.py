@@ -181,11 +181,16 @@ class ToolResults(Strategy):
 
     def _cut(self, result: Message, keep: int, counter: TokenCounter) -> Message | None:
         """``result`` with its middle cut so that it costs at most ``keep`` tokens."""
-        overhead = counter.count(result) - counter.count_text(result.content)
+        # The envelope, counted on the message without its text (a few tokens to encode, not
+        # the whole output again).
+        total = counter.count(result)
+        overhead = counter.count(result.replace(content="", tokens=None))
         record = provenance(result)
         earlier = record.get("replaces") if record is not None else None
         ref = str(earlier[0]) if earlier else message_ref(result)
-        text = cut_middle(result.content, keep - overhead, ref, counter)
+        text = cut_middle(
+            result.content, keep - overhead, ref, counter, tokens=max(total - overhead, 1)
+        )
         if text is None:
             return None
         original = (
