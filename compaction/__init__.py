@@ -36,6 +36,8 @@ _LAZY = {
     "SlidingWindow": "compaction.strategies.sliding_window",
     "Truncate": "compaction.strategies.truncate",
     "Summary": "compaction.strategies.summary",
+    "Fit": "compaction.strategies.fit",
+    "default_pipeline": "compaction.trigger",
     "ExtractiveSummarizer": "compaction.summarizers",
     "OpenAIChatSummarizer": "compaction.summarizers",
     "Compactor": "compaction.trigger",
@@ -60,12 +62,13 @@ if TYPE_CHECKING:
     from .loop import TurnLoop, chain
     from .replay import ReplayRecord, ReplayTotals
     from .sessions import Session, SessionStore
+    from .strategies.fit import Fit
     from .strategies.sliding_window import SlidingWindow
     from .strategies.summary import Summary
     from .strategies.tool_results import ToolResults
     from .strategies.truncate import Truncate
     from .summarizers import ExtractiveSummarizer, OpenAIChatSummarizer
-    from .trigger import Compactor
+    from .trigger import Compactor, default_pipeline
 
 
 def __getattr__(name: str) -> Any:
@@ -81,6 +84,7 @@ __all__ = [
     "Applied",
     "Compactor",
     "ExtractiveSummarizer",
+    "Fit",
     "FormatError",
     "OpenAIChatSummarizer",
     "ReplayRecord",
@@ -89,6 +93,7 @@ __all__ = [
     "SessionStore",
     "TurnLoop",
     "chain",
+    "default_pipeline",
     "from_anthropic",
     "from_openai",
     "load",
