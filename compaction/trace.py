@@ -107,7 +107,7 @@ def cut_middle(
         candidate = text[:head] + shown + text[len(text) - kept // 2 :]
         cost = counter.count_text(candidate)
         if cost <= want or kept == 0:
-            return candidate if cost < tokens else None
+            return candidate if cost < tokens and len(candidate) < len(text) else None
         kept = max(kept * want // max(cost, 1) - 1, 0)
     return None
 

@@ -359,7 +359,9 @@ class SlidingWindow(Strategy):
         record = provenance(message)
         earlier = record.get("replaces") if record is not None else None
         ref = str(earlier[0]) if earlier else message_ref(message)
-        text = cut_middle(message.content, want, ref, counter, tokens=max(size - overhead, 1))
+        # A message with a known token count (``tokens``) says nothing of its text's density.
+        known = max(size - overhead, 1) if message.tokens is None else None
+        text = cut_middle(message.content, want, ref, counter, tokens=known)
         if text is None:
             return None
         cut = mark(

@@ -188,9 +188,9 @@ class ToolResults(Strategy):
         record = provenance(result)
         earlier = record.get("replaces") if record is not None else None
         ref = str(earlier[0]) if earlier else message_ref(result)
-        text = cut_middle(
-            result.content, keep - overhead, ref, counter, tokens=max(total - overhead, 1)
-        )
+        # A message with a known token count (``tokens``) says nothing of its text's density.
+        known = max(total - overhead, 1) if result.tokens is None else None
+        text = cut_middle(result.content, keep - overhead, ref, counter, tokens=known)
         if text is None:
             return None
         original = (
