@@ -190,12 +190,14 @@ class SlidingWindow(Strategy):
         if self.window_size is None:
             window = "no fixed window (drops only what the budget needs)"
         else:
-            window = f"a window of the newest {self.window_size} {self.window_mode}"
+            cap = "whatever the budget" if self.always_apply else "while over the budget"
+            window = f"a window of the newest {self.window_size} {self.window_mode} ({cap})"
         return (
             f"sliding window: {window}, window_mode={self.window_mode!r}; the system block, "
-            f"the task anchor and the newest {self.keep_steps} steps are always kept; the "
-            "oldest turns go first, tool calls with their results"
-            + ("; a note says how many messages were dropped" if self.writes_note else "")
+            f"the task anchor, the newest request, pinned messages and the newest "
+            f"{self.keep_steps} steps are always kept; the oldest steps go first, tool calls "
+            "with their results, older requests last"
+            + ("; a note names what was dropped" if self.writes_note else "")
         )
 
     def can_handle(self, messages: Sequence[Message]) -> float:
@@ -373,7 +375,8 @@ class SlidingWindow(Strategy):
             kept_chars=len(text),
         )
         out = self._build(transcript, rest if note is not None else (), note)
-        at = out.index(message) if message in out else -1
+        # by identity: an equal message elsewhere ("ok", "continue") is not this one
+        at = next((i for i, m in enumerate(out) if m is message), -1)
         if at < 0:
             return None
         out[at] = cut
