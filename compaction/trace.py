@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from .messages import Message
 from .tokens import TokenCounter
-from .transcript import message_ref, provenance
+from .transcript import is_note, mark, message_ref, provenance
 
 __all__ = [
     "CUT_MARKER",
@@ -36,11 +37,14 @@ __all__ = [
     "MAX_NOTE_CHARS",
     "MIN_NOTE_CHARS",
     "Facts",
+    "Memo",
+    "cut_message",
     "cut_middle",
     "error_names",
     "facts_of",
     "note_text",
     "paths_in",
+    "refs_of",
 ]
 
 MAX_NOTE_CHARS: Final = 1200
@@ -110,6 +114,44 @@ def cut_middle(
             return candidate if cost < tokens and len(candidate) < len(text) else None
         kept = max(kept * want // max(cost, 1) - 1, 0)
     return None
+
+
+def cut_message(
+    message: Message, keep: int, counter: TokenCounter, *, strategy: str, least: int = 0
+) -> Message | None:
+    """``message`` with its content cut in the middle so that the whole message costs at most
+    ``keep`` tokens (at least ``least`` of its text kept), marked (kind ``"truncated"``, with
+    ``original_chars``/``kept_chars``) as ``strategy``'s; None when no cut fits or helps."""
+    if not message.content:
+        return None
+    size = counter.count(message)
+    # The envelope, counted on the message without its text (a few tokens to encode, not the
+    # whole text again).
+    overhead = counter.count(message.replace(content="", tokens=None))
+    want = keep - overhead
+    if want < least:
+        return None
+    record = provenance(message)
+    earlier = record.get("replaces") if record is not None else None
+    ref = str(earlier[0]) if earlier else message_ref(message)
+    # A message with a known token count (``tokens``) says nothing of its text's density.
+    known = max(size - overhead, 1) if message.tokens is None else None
+    text = cut_middle(message.content, want, ref, counter, tokens=known)
+    if text is None:
+        return None
+    original = (
+        record.get("original_chars", len(message.content))
+        if record is not None and record.get("kind") == "truncated"
+        else len(message.content)
+    )
+    return mark(
+        message.replace(content=text),
+        strategy=strategy,
+        kind="truncated",
+        replaces=[message],
+        original_chars=original,
+        kept_chars=len(text),
+    )
 
 
 def error_names(text: str) -> list[str]:
@@ -307,3 +349,42 @@ def note_text(facts: Facts, stands_for_chars: int, *, messages: int | None = Non
         if text:
             parts.append(text)
     return "".join(parts).rstrip() + "]"
+
+
+def refs_of(replaced: Sequence[Message], memo: dict[int, str] | None = None) -> tuple[str, ...]:
+    """The originals ``replaced`` stands for, as :func:`compaction.transcript.mark` records them.
+
+    An older note or summary folds in the messages it stood for. A transcript can keep the raw
+    history next to a summary of it (Claude Code does): then an original still present *before*
+    the summary is counted once, one for one. Equal messages share a fingerprint, so nothing
+    else is merged: a "continue" dropped now is one more than the "continue" an older note
+    (which stands before it) already stood for.
+    """
+    refs: list[str] = []
+    present: Counter[str] = Counter()  # plain messages met so far, not yet matched to a note
+    for m in replaced:
+        if not is_note(m):
+            if memo is None:
+                ref = message_ref(m)
+            else:
+                ref = memo.get(id(m)) or memo.setdefault(id(m), message_ref(m))
+            refs.append(ref)
+            present[ref] += 1
+            continue
+        for ref in (provenance(m) or {}).get("replaces", ()):
+            if present[ref] > 0:
+                present[ref] -= 1  # that original is here itself, already counted
+            else:
+                refs.append(ref)
+    return tuple(refs)
+
+
+class Memo:
+    """What one rewrite learns about its messages once (recall ids, facts), by ``id``: the
+    messages live for the whole rewrite, and several cuts may be tried."""
+
+    __slots__ = ("facts", "refs")
+
+    def __init__(self) -> None:
+        self.refs: dict[int, str] = {}
+        self.facts: dict[int, Facts] = {}

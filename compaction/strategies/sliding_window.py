@@ -34,7 +34,6 @@ reference and of LangChain).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
@@ -43,16 +42,12 @@ from ..messages import Message
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
-from ..trace import Facts, cut_middle, facts_of, note_text
+from ..trace import Memo, cut_message, facts_of, note_text, refs_of
 from ..transcript import (
     PROVENANCE_KEY,
     Transcript,
-    is_note,
     is_person_written,
-    mark,
-    message_ref,
     parse,
-    provenance,
 )
 from ..validate import validate
 
@@ -63,45 +58,6 @@ _MIN_PART = 64
 
 WindowMode = Literal["messages", "tokens"]
 _MODES: tuple[str, ...] = ("messages", "tokens")
-
-
-def _refs(replaced: Sequence[Message], memo: dict[int, str] | None = None) -> tuple[str, ...]:
-    """The originals ``replaced`` stands for, as :func:`compaction.transcript.mark` records them.
-
-    An older note or summary folds in the messages it stood for. A transcript can keep the raw
-    history next to a summary of it (Claude Code does): then an original still present *before*
-    the summary is counted once, one for one. Equal messages share a fingerprint, so nothing
-    else is merged: a "continue" dropped now is one more than the "continue" an older note
-    (which stands before it) already stood for.
-    """
-    refs: list[str] = []
-    present: Counter[str] = Counter()  # plain messages met so far, not yet matched to a note
-    for m in replaced:
-        if not is_note(m):
-            if memo is None:
-                ref = message_ref(m)
-            else:
-                ref = memo.get(id(m)) or memo.setdefault(id(m), message_ref(m))
-            refs.append(ref)
-            present[ref] += 1
-            continue
-        for ref in (provenance(m) or {}).get("replaces", ()):
-            if present[ref] > 0:
-                present[ref] -= 1  # that original is here itself, already counted
-            else:
-                refs.append(ref)
-    return tuple(refs)
-
-
-class _Memo:
-    """What one rewrite learns about its messages once (recall ids, facts), by ``id``: the
-    messages live for the whole rewrite, and several cuts may be tried."""
-
-    __slots__ = ("facts", "refs")
-
-    def __init__(self) -> None:
-        self.refs: dict[int, str] = {}
-        self.facts: dict[int, Facts] = {}
 
 
 class _Chunk:
@@ -300,7 +256,7 @@ class SlidingWindow(Strategy):
 
         if not self.writes_note:
             return self._build(transcript, chunks[:p], None)
-        memo = _Memo()
+        memo = Memo()
         # Phase 3, the note: one more chunk at a time until what is left, note included, fits.
         # The note grows with what it names, so it is written and counted for each cut tried
         # (a short text, counted once per try: never the conversation again).
@@ -335,7 +291,7 @@ class SlidingWindow(Strategy):
         kept: int,
         target: int,
         counter: TokenCounter,
-        memo: _Memo,
+        memo: Memo,
     ) -> list[Message] | None:
         """The cut of ``chunks[:p]`` with the last chunk kept in part: its largest message cut
         in the middle so that the whole, with the note for ``chunks[:p - 1]``, fits."""
@@ -353,27 +309,9 @@ class SlidingWindow(Strategy):
         biggest = max(range(group.start, group.end), key=lambda i: counter.count(msgs[i]))
         message = msgs[biggest]
         others = last.tokens - counter.count(message)
-        size = counter.count(message)
-        overhead = counter.count(message.replace(content="", tokens=None))
-        want = room - others - overhead
-        if want < _MIN_PART or not message.content:
+        cut = cut_message(message, room - others, counter, strategy=self.name, least=_MIN_PART)
+        if cut is None:
             return None
-        record = provenance(message)
-        earlier = record.get("replaces") if record is not None else None
-        ref = str(earlier[0]) if earlier else message_ref(message)
-        # A message with a known token count (``tokens``) says nothing of its text's density.
-        known = max(size - overhead, 1) if message.tokens is None else None
-        text = cut_middle(message.content, want, ref, counter, tokens=known)
-        if text is None:
-            return None
-        cut = mark(
-            message.replace(content=text),
-            strategy=self.name,
-            kind="truncated",
-            replaces=[message],
-            original_chars=len(message.content),
-            kept_chars=len(text),
-        )
         out = self._build(transcript, rest if note is not None else (), note)
         # by identity: an equal message elsewhere ("ok", "continue") is not this one
         at = next((i for i, m in enumerate(out) if m is message), -1)
@@ -386,7 +324,7 @@ class SlidingWindow(Strategy):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _note(self, transcript: Transcript, chunks: Sequence[_Chunk], memo: _Memo) -> Message:
+    def _note(self, transcript: Transcript, chunks: Sequence[_Chunk], memo: Memo) -> Message:
         """The note standing for the messages of ``chunks``: what went, by name (see
         :mod:`compaction.trace`), folding in the facts of older notes among them."""
         msgs = transcript.messages
@@ -394,7 +332,7 @@ class SlidingWindow(Strategy):
         replaced: list[Message] = []
         for index in sorted(g for chunk in chunks for g in chunk.groups):
             replaced.extend(msgs[groups[index].start : groups[index].end])
-        refs = _refs(replaced, memo.refs)
+        refs = refs_of(replaced, memo.refs)
         facts = facts_of(replaced, memo.facts)
         chars = sum(c.chars for c in chunks)
         text = note_text(facts, chars, messages=len(refs))

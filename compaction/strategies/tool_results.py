@@ -23,7 +23,7 @@ from typing import ClassVar, Final
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..trace import cut_middle, error_names
+from ..trace import cut_message, error_names
 from ..transcript import is_pinned, mark, message_ref, parse, provenance
 from ..validate import validate
 
@@ -179,34 +179,6 @@ class ToolResults(Strategy):
             tool=tool_name,
         )
 
-    def _cut(self, result: Message, keep: int, counter: TokenCounter) -> Message | None:
-        """``result`` with its middle cut so that it costs at most ``keep`` tokens."""
-        # The envelope, counted on the message without its text (a few tokens to encode, not
-        # the whole output again).
-        total = counter.count(result)
-        overhead = counter.count(result.replace(content="", tokens=None))
-        record = provenance(result)
-        earlier = record.get("replaces") if record is not None else None
-        ref = str(earlier[0]) if earlier else message_ref(result)
-        # A message with a known token count (``tokens``) says nothing of its text's density.
-        known = max(total - overhead, 1) if result.tokens is None else None
-        text = cut_middle(result.content, keep - overhead, ref, counter, tokens=known)
-        if text is None:
-            return None
-        original = (
-            record.get("original_chars", len(result.content))
-            if record is not None and record.get("kind") == "truncated"
-            else len(result.content)
-        )
-        return mark(
-            result.replace(content=text),
-            strategy=self.name,
-            kind="truncated",
-            replaces=[result],
-            original_chars=original,
-            kept_chars=len(text),
-        )
-
     def rewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
     ) -> Sequence[Message] | None:
@@ -245,7 +217,7 @@ class ToolResults(Strategy):
                     # Clearing it would overshoot the target by far: cut just enough of its
                     # middle instead (head and tail kept, the cut marked with the recall id),
                     # so no more is thrown away than needed.
-                    cut = self._cut(old, keep, counter)
+                    cut = cut_message(old, keep, counter, strategy=self.name)
                     if cut is not None:
                         new, new_tokens = cut, counter.count(cut)
                 if out is None:
