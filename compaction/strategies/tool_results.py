@@ -142,13 +142,13 @@ class ToolResults(Strategy):
 
     def can_handle(self, messages: Sequence[Message]) -> float:
         """1.0 when some tool result outside the kept steps may still be replaced, else 0.0
-        (already replaced and excluded tools' results do not count)."""
+        (already replaced, pinned and excluded tools' results do not count)."""
         msgs = tuple(messages)
         steps = [g for g in parse(msgs).groups if g.kind == "step"]
         for group in steps[: max(0, len(steps) - self.keep_steps)]:
             names = {call.id: call.name for call in msgs[group.start].tool_calls}
             for result in msgs[group.start + 1 : group.end]:
-                if (provenance(result) or {}).get("kind") == "placeholder":
+                if (provenance(result) or {}).get("kind") == "placeholder" or is_pinned(result):
                     continue
                 if names.get(result.tool_call_id or "", result.name) in self.exclude_tools:
                     continue
