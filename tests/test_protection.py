@@ -193,6 +193,18 @@ def test_a_compactor_never_sends_a_request_over_the_window():
     assert any(m.content.startswith("task") for m in compactor.before_call(msgs))
 
 
+def test_a_single_tool_output_bigger_than_the_window_is_cut_to_fit():
+    counter = ApproximateCounter()
+    compactor = Compactor(None, 2000, counter=counter)
+    call = ToolCall("x", "bash", {"command": "cat big.log"})
+    msgs = [system("s"), user("fix it"), assistant("", [call]), tool("x", "line\n" * 50_000)]
+    request = compactor.before_call(msgs)
+    assert counter.count_messages(request) <= compactor.target
+    assert request[:3] == tuple(msgs[:3])  # the task and the call, verbatim
+    assert request[3].content.startswith("line\n") and "characters cut" in request[3].content
+    validate(request)
+
+
 # -- traces -----------------------------------------------------------------------------------
 
 
