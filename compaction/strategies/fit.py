@@ -108,10 +108,12 @@ class Fit(Strategy):
             cut = self._shrink_text(text, goal, ref, counter, marker)
             if cut is not None:
                 new = new.replace(content=cut)
-        if message.tool_calls and counter.count(new) > want:
-            calls = [
-                self._shrink_call(c, want, ref, counter, marker, least) for c in message.tool_calls
-            ]
+        need = counter.count(new) - want
+        if message.tool_calls and need > 0:
+            calls = []
+            for call in message.tool_calls:
+                shrunk, need = self._shrink_call(call, need, ref, counter, marker, least)
+                calls.append(shrunk)
             new = new.replace(tool_calls=tuple(calls))
         if new is message:
             return None
@@ -132,24 +134,35 @@ class Fit(Strategy):
         return out if counter.count(out) < current else None
 
     def _shrink_call(
-        self, call: ToolCall, want: int, ref: str, counter: TokenCounter, marker: str, least: int
-    ) -> ToolCall:
+        self, call: ToolCall, need: int, ref: str, counter: TokenCounter, marker: str, least: int
+    ) -> tuple[ToolCall, int]:
+        """``call`` with its longest string arguments cut in the middle by about ``need``
+        tokens in all (the JSON stays valid), and what is still needed after it."""
+        if need <= 0:
+            return call, need
         try:
             args = json.loads(call.arguments) if call.arguments else None
         except ValueError:
             args = None
         if not isinstance(args, dict):
-            return call
+            return call, need
         longest = sorted(
             (k for k, v in args.items() if isinstance(v, str)), key=lambda k: -len(args[k])
         )
+        changed = False
         for key in longest[:3]:
+            if need <= 0:
+                break
             value = args[key]
-            goal = max(least, want // 4)
-            cut = self._shrink_text(value, goal, ref, counter, marker)
+            tokens = counter.count_text(value)
+            cut = self._shrink_text(value, max(tokens - need, least), ref, counter, marker)
             if cut is not None:
+                need -= tokens - counter.count_text(cut)
                 args[key] = cut
-        return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False))
+                changed = True
+        if not changed:
+            return call, need
+        return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need
 
     # -- the layer -----------------------------------------------------------------------------
 
@@ -178,8 +191,11 @@ class Fit(Strategy):
             stages.append(([task], self.min_tokens))  # its head and tail always survive
         stages.append((largest(range(t.system_end)), None))
         changed = False
-        # A second, tight pass only when the marked cuts could not fit (tiny targets).
-        for marker, least_default in ((CUT_MARKER, self.min_tokens), (SHORT_MARKER, 0)):
+        # A second, tight pass only when the marked cuts could not fit (tiny targets), and a
+        # last one that leaves a message's text empty (the cut is still recorded in its meta)
+        # when even the short markers are too many for what is left.
+        passes = ((CUT_MARKER, self.min_tokens), (SHORT_MARKER, 0), ("", 0))
+        for marker, least_default in passes:
             for indices, floor in stages:
                 for i in indices:
                     need = total - target
@@ -191,8 +207,10 @@ class Fit(Strategy):
                     want = max(before - need, least)
                     if want >= before:
                         continue
-                    new = self._shrink(old, want, counter, marker, least)
-                    if new is None:
+                    # Always cut from the message as it came in: a tighter pass re-cuts the
+                    # original with its shorter marker, never a cut (and its marker) again.
+                    new = self._shrink(messages[i], want, counter, marker, least)
+                    if new is None or counter.count(new) >= before:
                         continue
                     out[i] = new
                     total += counter.count(new) - before
