@@ -74,7 +74,7 @@ class _Chunk:
 
 
 class SlidingWindow(Strategy):
-    """Sliding window: keeps the newest messages and drops the oldest, turn by turn.
+    """Sliding window: keeps the newest messages and drops the oldest, step by step.
 
     Options:
 
@@ -85,7 +85,7 @@ class SlidingWindow(Strategy):
       tokens. The system block is outside the window.
     - ``keep_steps`` (>= 1, default 2): the newest steps of the current task are never dropped,
       not even by the window: the model has not acted on them yet.
-    - ``note``: whether a note stands where messages went, saying how many were dropped (a
+    - ``note``: whether a note stands where messages went, naming what was dropped (a
       user-role message for the model; its provenance is in ``meta["compaction"]``). The
       default (None) writes one only without a fixed window. A fixed window is a contract on
       exactly what stays (seed 000: a window of 2 returns 2 messages), so by default it writes
@@ -93,9 +93,14 @@ class SlidingWindow(Strategy):
       system block, but its tokens count against the budget). A new note absorbs an older
       one (its count includes what the older note stood for), and swapping one note for
       another is never a rewrite: if a note is all that would change, the strategy declines.
+    - ``always_apply``: in a ladder, apply the fixed window even under target (seed 000). By
+      default a window in a ladder is a cap applied while over target, so rule 1 holds for
+      every layer; on its own (``apply``/``compact``) the window always applies.
 
     The window and the protections together: the window never overrides rule 1 of the module
-    docstring; when the protected part alone exceeds the window, as much as may go goes.
+    docstring (except that a fixed window may drop the original task, which is the caller's
+    explicit contract on what stays); when the protected part alone exceeds the window, as
+    much as may go goes.
     """
 
     name: ClassVar[str] = "sliding_window"
