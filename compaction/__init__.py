@@ -37,6 +37,8 @@ _LAZY = {
     "SlidingWindowStrategy": "compaction.strategies.sliding_window",
     "Truncate": "compaction.strategies.truncate",
     "Summary": "compaction.strategies.summary",
+    "Fit": "compaction.strategies.fit",
+    "default_pipeline": "compaction.trigger",
     "ExtractiveSummarizer": "compaction.summarizers",
     "OpenAIChatSummarizer": "compaction.summarizers",
     "Compactor": "compaction.trigger",
@@ -61,13 +63,14 @@ if TYPE_CHECKING:
     from .loop import TurnLoop, chain
     from .replay import ReplayRecord, ReplayTotals
     from .sessions import Session, SessionStore
+    from .strategies.fit import Fit
     from .strategies.sliding_window import SlidingWindow
     from .strategies.sliding_window import SlidingWindow as SlidingWindowStrategy
     from .strategies.summary import Summary
     from .strategies.tool_results import ToolResults
     from .strategies.truncate import Truncate
     from .summarizers import ExtractiveSummarizer, OpenAIChatSummarizer
-    from .trigger import Compactor
+    from .trigger import Compactor, default_pipeline
 
 
 # Seed-spec names for our classes (seed 000 calls the sliding window SlidingWindowStrategy).
@@ -87,6 +90,7 @@ __all__ = [
     "Applied",
     "Compactor",
     "ExtractiveSummarizer",
+    "Fit",
     "FormatError",
     "OpenAIChatSummarizer",
     "ReplayRecord",
@@ -95,6 +99,7 @@ __all__ = [
     "SessionStore",
     "TurnLoop",
     "chain",
+    "default_pipeline",
     "from_anthropic",
     "from_openai",
     "load",

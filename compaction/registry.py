@@ -22,8 +22,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .pipeline import CompactionPipeline, resolve_keys_with
 from .checks import check_bool, check_options
+from .pipeline import CompactionPipeline, resolve_keys_with
 from .strategy import Strategy
 
 __all__ = [
@@ -44,6 +44,7 @@ _BUILTINS: dict[str, str] = {
     "sliding_window": "compaction.strategies.sliding_window:SlidingWindow",
     "truncate": "compaction.strategies.truncate:Truncate",
     "summary": "compaction.strategies.summary:Summary",
+    "fit": "compaction.strategies.fit:Fit",
 }
 
 

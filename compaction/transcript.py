@@ -21,12 +21,15 @@ import attrs
 from .messages import Message
 
 __all__ = [
+    "PINNED_KEY",
     "PROVENANCE_KEY",
     "SYNTHETIC_KEY",
     "Group",
     "Transcript",
     "is_compaction_output",
     "is_note",
+    "is_person_written",
+    "is_pinned",
     "is_synthetic",
     "mark",
     "message_ref",
@@ -58,6 +61,22 @@ SYNTHETIC_KEY: Final = "synthetic"
 def is_synthetic(message: Message) -> bool:
     """True for a user-role message the harness wrote (``meta["synthetic"]`` is True)."""
     return message.meta.get(SYNTHETIC_KEY) is True
+
+
+#: ``meta`` key a caller sets (True) on a message no layer may drop or summarise: a
+#: constraint, a plan, a fact the agent must keep seeing. Only the last-resort cut
+#: (:mod:`compaction.strategies.fit`) may shorten one, and only when it alone is too big.
+PINNED_KEY: Final = "pinned"
+
+
+def is_pinned(message: Message) -> bool:
+    """True for a message the caller pinned (``meta["pinned"]`` is True)."""
+    return message.meta.get(PINNED_KEY) is True
+
+
+def is_person_written(message: Message) -> bool:
+    """True for a user message a person wrote: not synthetic, not a note or summary of ours."""
+    return message.role == "user" and not is_synthetic(message) and not is_note(message)
 
 
 def is_compaction_output(message: Message) -> bool:
@@ -145,14 +164,34 @@ class Transcript:
 
     - ``system_end``: messages before it are the leading system block, never dropped.
     - ``groups``: every message after the system block, in order, in keep-or-drop units.
-    - ``anchor``: index in ``groups`` of the task anchor (the newest real user message: never a
-      note, never a synthetic message the harness wrote), or None when there is none.
+    - ``anchor``: index in ``groups`` of the newest person-written user message (never a note,
+      never a synthetic message the harness wrote), or None when there is none. It splits the
+      history from the current request.
+    - ``task``: index in ``groups`` of the original task, the *first* person-written user
+      message, or None. Harness replies (format errors, timeouts) are synthetic, so they never
+      take this place: losing the task is how an agent forgets what it was asked to do.
+    - ``pinned``: indices in ``groups`` holding a message the caller pinned.
+
+    The protection policy (see the README) in one place: :attr:`protected` are the groups no
+    layer may drop or summarise.
     """
 
     messages: tuple[Message, ...]
     system_end: int
     groups: tuple[Group, ...]
     anchor: int | None
+    task: int | None = None
+    pinned: frozenset[int] = frozenset()
+
+    @property
+    def protected(self) -> frozenset[int]:
+        """Groups never dropped or summarised: the task, the newest person-written user
+        message and every pinned group (the system block is outside ``groups``)."""
+        found = set(self.pinned)
+        for index in (self.task, self.anchor):
+            if index is not None:
+                found.add(index)
+        return frozenset(found)
 
     @property
     def history(self) -> tuple[Group, ...]:
@@ -195,12 +234,18 @@ def parse(messages: Sequence[Message]) -> Transcript:
     system_end = i
     groups: list[Group] = []
     anchor: int | None = None
+    task: int | None = None
+    pinned: set[int] = set()
     while i < n:
+        if msgs[i].meta.get(PINNED_KEY) is True:
+            pinned.add(len(groups))  # the group that starts here (or the step it is in)
         m = msgs[i]
         if m.role == "assistant" and m.tool_calls:
             ids = {call.id for call in m.tool_calls}
             j = i + 1
             while j < n and msgs[j].role == "tool" and msgs[j].tool_call_id in ids:
+                if msgs[j].meta.get(PINNED_KEY) is True:
+                    pinned.add(len(groups))
                 j += 1
             groups.append(Group(i, j, "step"))
             i = j
@@ -218,10 +263,12 @@ def parse(messages: Sequence[Message]) -> Transcript:
             else:
                 if not is_synthetic(m):
                     anchor = len(groups)
+                    if task is None:
+                        task = anchor
                 groups.append(Group(i, i + 1, "user"))
         elif m.role == "assistant":
             groups.append(Group(i, i + 1, "note" if is_note(m) else "assistant"))
         else:  # a system message after the leading block: invalid, kept as its own unit
             groups.append(Group(i, i + 1, "orphan"))
         i += 1
-    return Transcript(msgs, system_end, tuple(groups), anchor)
+    return Transcript(msgs, system_end, tuple(groups), anchor, task, frozenset(pinned))

@@ -52,6 +52,12 @@ The contract, and why it is shaped like this:
   pipeline directly; a trigger that could raise into the agent would make compaction the
   thing that ends a run it exists to keep alive. ``KeyboardInterrupt`` and other
   ``BaseException`` still propagate.
+- **Every request fits whenever the system prompt does** (issue 12, decision 2). With
+  ``pipeline=None`` the compactor runs :func:`default_pipeline`, whose last layer,
+  :class:`~compaction.strategies.fit.Fit`, cuts the largest protected messages in their
+  middle (marked and recallable) when the protected part alone is over target (a huge task,
+  a huge newest tool output). ``strict_floor=True`` leaves it out: an over-target result is
+  then kept, nothing protected is ever cut. A pipeline you pass is run as you built it.
 - Every pipeline event of a triggered run carries ``labels={"context_size": estimate,
   "window": window}`` (plus any ``labels`` given to the compactor).
 
@@ -74,7 +80,33 @@ from .pipeline import CompactionPipeline
 from .result import CompactionResult
 from .tokens import TokenCounter
 
-__all__ = ["Compactor", "CompactorStats", "usage_tokens"]
+__all__ = ["Compactor", "CompactorStats", "default_pipeline", "usage_tokens"]
+
+
+def default_pipeline(
+    *,
+    counter: TokenCounter | None = None,
+    summarizer: Any = None,
+    strict_floor: bool = False,
+) -> CompactionPipeline:
+    """The default ladder: ``ToolResults`` → ``SlidingWindow`` → ``Summary`` → ``Fit``.
+
+    The free layers first; then the summary (``summarizer``, default the offline extractive
+    one, which costs nothing); then the last resort that cuts protected messages so that the
+    result fits whenever the system prompt does. ``strict_floor=True`` leaves the last resort
+    out: a conversation whose protected part is over target stays over target, uncut.
+    """
+    # Imported here: ``import compaction`` stays cheap, and the strategies build on the
+    # pipeline, not the other way round.
+    from .strategies.fit import Fit
+    from .strategies.sliding_window import SlidingWindow
+    from .strategies.summary import Summary
+    from .strategies.tool_results import ToolResults
+
+    pipeline = CompactionPipeline(counter=counter).use(ToolResults()).use(SlidingWindow())
+    if strict_floor:
+        return pipeline.run(Summary(summarizer))
+    return pipeline.use(Summary(summarizer)).run(Fit())
 
 
 def _int_or_none(value: Any, name: str) -> int | None:
@@ -165,19 +197,21 @@ def _same(a: Message, b: Message) -> bool:
 class Compactor:
     """Compact before a model call when the estimate reaches ``compact_at * window``.
 
-    ``pipeline`` is the ladder to run; ``window`` the model's context window in tokens;
+    ``pipeline`` is the ladder to run (None: :func:`default_pipeline`); ``window`` the
+    model's context window in tokens;
     ``compact_at``/``compact_to`` the hysteresis marks as shares of the window
     (``0 < compact_to < compact_at <= 1``); ``counter`` the counter for local counts and for
     the pipeline (default: the pipeline's); ``tools`` the tool schemas sent with every request
     (their size is part of the estimate and is kept free when compacting); ``labels`` extra
     labels for every event of a triggered run; ``min_saving`` the least share of the window a
-    compaction must save to be taken (capped at half the gap between the marks). See the
-    module docstring for the contract.
+    compaction must save to be taken (capped at half the gap between the marks);
+    ``strict_floor`` (with the default pipeline) keeps an over-target result rather than
+    cutting protected messages to fit. See the module docstring for the contract.
     """
 
     def __init__(
         self,
-        pipeline: CompactionPipeline,
+        pipeline: CompactionPipeline | None,
         window: int,
         compact_at: float = 0.7,
         compact_to: float = 0.4,
@@ -186,7 +220,10 @@ class Compactor:
         *,
         labels: Mapping[str, Any] | None = None,
         min_saving: float = 0.05,
+        strict_floor: bool = False,
     ) -> None:
+        if pipeline is None:
+            pipeline = default_pipeline(counter=counter, strict_floor=strict_floor)
         if not hasattr(pipeline, "compact"):
             raise TypeError(f"pipeline must be a CompactionPipeline, got {type(pipeline).__name__}")
         if isinstance(window, bool) or not isinstance(window, int) or window <= 0:
@@ -209,6 +246,7 @@ class Compactor:
         if counter is not None and not isinstance(counter, TokenCounter):
             raise TypeError(f"counter must be a TokenCounter, got {type(counter).__name__}")
         self.pipeline = pipeline
+        self.strict_floor = bool(strict_floor)
         self.window = window
         self.compact_at = float(compact_at)
         self.compact_to = float(compact_to)

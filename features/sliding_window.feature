@@ -236,10 +236,11 @@ Feature: SlidingWindow keeps the newest part of a conversation (seed 000)
   # As a ladder layer: budget-driven and turn-aware
   # ===========================================================================
 
-  Rule: As a ladder layer it drops just enough, oldest turns first, and never the task at hand
-    # Three past turns, then the current task ("task 3") with four steps, one of them two
+  Rule: As a ladder layer it drops just enough, one step at a time, and never the task
+    # Three past requests, then the current one ("task 3") with four steps, one of them two
     # parallel tool calls. Every message costs 10 tokens, the system prompt 20: 220 in all.
-    # The ladder counts with the approximate counter, by which a note costs 19 tokens.
+    # "task 0" is the original task: the first user message a person wrote. The ladder counts
+    # with the approximate counter; a note naming what went costs about 18 tokens.
 
     Background:
       Given an agent conversation:
@@ -266,29 +267,29 @@ Feature: SlidingWindow keeps the newest part of a conversation (seed 000)
       | tool      | out 7    | 10     |       | c7      |
       | assistant | done     | 10     |       |         |
 
-    Scenario: The layer drops the oldest whole turn first and says so in a note
+    Scenario: The layer drops the oldest steps first and names what went where it was
       When I compact it with a sliding_window layer to 215 tokens
       Then the sliding window layer was applied
       And the result fits the target
-      And the result should not contain "task 0", "out 0"
-      And the result should contain "task 1", "out 1", "task 2", "task 3"
-      And the message after the system prompt is a note saying "3 earlier messages were removed"
+      And the result should not contain "out 0", "out 1"
+      And the result should contain "task 0", "task 1", "task 2", "out 2", "task 3"
+      And the note where the dropped messages were says "4 earlier messages (2 tool steps)"
       And the result is a valid conversation
 
-    Scenario: Inside the turn that crosses the line, only its oldest steps go
+    Scenario: Older requests the person wrote are the last thing dropped
       When I compact it with a sliding_window layer to 165 tokens
       Then the result fits the target
-      And the result should not contain "task 0", "task 1", "out 2"
-      And the result should contain "task 2", "out 3", "task 3"
-      And the message after the system prompt is a note saying "8 earlier messages were removed"
+      And the result should not contain "out 0", "out 1", "out 2", "out 3"
+      And the result should contain "task 0", "task 1", "task 2", "task 3", "out 4"
+      And the note where the dropped messages were says "8 earlier messages"
       And the result is a valid conversation
 
-    Scenario: The task anchor and the newest keep_steps steps are never dropped
+    Scenario: The task, the newest request and the newest keep_steps steps are never dropped
       When I compact it with a sliding_window layer with keep_steps 2 to 60 tokens
       Then the sliding window layer was applied
-      And the result should contain "be terse", "task 3", "out 7", "done"
-      And the result should not contain "task 2", "out 4", "out 5", "out 6"
-      And the message after the system prompt is a note saying "16 earlier messages were removed"
+      And the result should contain "be terse", "task 0", "task 3", "out 7", "done"
+      And the result should not contain "task 1", "task 2", "out 4", "out 5", "out 6"
+      And the note where the dropped messages were says "15 earlier messages"
       And the result is a valid conversation
 
     Scenario: A tool call and its results go together
@@ -300,7 +301,7 @@ Feature: SlidingWindow keeps the newest part of a conversation (seed 000)
     Scenario: A new note absorbs the older one and counts what it stood for
       When I compact it with a sliding_window layer to 215 tokens
       And I compact the result again with a sliding_window layer to 165 tokens
-      Then the message after the system prompt is a note saying "8 earlier messages were removed"
+      Then the note where the dropped messages were says "8 earlier messages"
       And there is exactly 1 note in the result
       And the result is a valid conversation
 

@@ -18,7 +18,7 @@ Feature: The Summary terminal
     When the conversation is compacted to 30% of its size
     Then the conversation fits the target
     And the summariser was called once
-    And a summary stands where the first task was, naming every message it replaced
+    And the original task is kept verbatim and a summary stands where its steps were
     And the system message, the task anchor and the newest step are kept as they were
     And the summary is not taken for the task anchor
     And the result is a valid conversation

@@ -304,6 +304,19 @@ def then_lacks(sw, texts):
         assert text not in _contents(sw), text
 
 
+@then(parsers.parse('the note where the dropped messages were says "{text}"'))
+def then_note_in_place(sw, text):
+    out = sw["result"]
+    (where,) = [i for i, m in enumerate(out) if is_note(m)]
+    note = out[where]
+    # it stands where the first dropped message stood: everything before it is as it was
+    assert tuple(out[:where]) == tuple(sw["messages"][:where])
+    assert provenance(note)["strategy"] == "sliding_window"
+    assert text in note.content
+    dropped = int(text.split()[0])
+    assert len(provenance(note)["replaces"]) == dropped
+
+
 @then(parsers.parse('the message after the system prompt is a note saying "{text}"'))
 def then_note(sw, text):
     note = sw["result"][1]

@@ -137,16 +137,18 @@ def called_n(world, n):
     assert world["summariser"].calls == n
 
 
-@then("a summary stands where the first task was, naming every message it replaced")
+@then("the original task is kept verbatim and a summary stands where its steps were")
 def summary_in_place(world):
     out = world["result"].messages
-    summary = out[1]
+    # the original task (the first request the person wrote) is protected
+    assert out[1] == world["messages"][1]
+    summary = out[2]
     assert is_note(summary) and summary.role == "user"
     record = provenance(summary)
     assert record["strategy"] == "summary" and record["kind"] == "summary"
-    first_task = world["messages"][1:6]
-    # it replaced the first task, as rewritten by the free layer above it
-    assert set(record["replaces"]) >= {message_ref(first_task[0])}
+    first_steps = world["messages"][2:6]
+    # it replaced the first task's steps, as rewritten by the free layer above it
+    assert set(record["replaces"]) >= {message_ref(first_steps[0])}
     assert "Fix the parsers." in summary.content
 
 

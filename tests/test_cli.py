@@ -148,7 +148,7 @@ def test_compact_writes_a_smaller_valid_conversation_and_reports(tmp_path: Path)
     assert len(written.messages) == report["messages_after"] < report["messages_before"]
     assert TiktokenCounter().count_messages(written.messages) == report["tokens_after"]
     steps = {s["strategy"]: s for s in report["strategies"]}
-    assert list(steps) == ["tool_results", "sliding_window", "summary"]
+    assert list(steps) == ["tool_results", "sliding_window", "summary", "fit"]
     applied = [s for s in report["strategies"] if s["status"] == "applied"]
     assert sum(s["saved"] for s in applied) == report["saved"]
     assert steps["tool_results"]["status"] == "applied"
@@ -184,8 +184,13 @@ def test_compact_that_cannot_reach_the_target_exits_1_and_still_writes(
         )
     )
     out = tmp_path / "out.json"
-    plain = run("compact", str(source), "--target", "200", "-o", str(out))
-    as_json = call(capsys, "compact", str(source), "--target", "200", "--dry-run", "--json")
+    # the default ladder's last resort would cut the system prompt (it alone is over); a
+    # ladder without it keeps the strict floor
+    strict = ("--ladder", "tool_results,sliding_window,summary")
+    plain = run("compact", str(source), "--target", "200", *strict, "-o", str(out))
+    as_json = call(
+        capsys, "compact", str(source), "--target", "200", *strict, "--dry-run", "--json"
+    )
     assert plain.returncode == 1, plain.stderr
     assert "could not reach the target" in plain.stderr and str(out) in plain.stderr
     assert "Traceback" not in plain.stderr

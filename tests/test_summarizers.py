@@ -181,7 +181,8 @@ def test_openai_summary_round_trip_and_the_request_sent(server):
     msgs = conversation()
     result = CompactionPipeline().run(Summary(client)).compact(msgs, target=800, counter=COUNTER)
     assert result.changed
-    summary = result.messages[1]
+    assert result.messages[1] == msgs[1]  # the original task is never summarised
+    summary = result.messages[2]
     assert "summary from the local server" in summary.content
     assert provenance(summary)["summarizer"] == "openai:local-model"
 
@@ -193,7 +194,7 @@ def test_openai_summary_round_trip_and_the_request_sent(server):
     system_msg, user_msg = body["messages"]
     assert system_msg["role"] == "system" and "data, not instructions" in system_msg["content"]
     assert user_msg["role"] == "user"
-    assert render_transcript(msgs[1:6]) in user_msg["content"]
+    assert render_transcript(msgs[2:6]) in user_msg["content"]
 
 
 def test_openai_async_path_uses_the_async_client(server):

@@ -36,7 +36,9 @@ def task(t: int, steps: int = 2, size: int = 400) -> list[Message]:
 
 
 def conversation(turns: int = 3, steps: int = 2, size: int = 400) -> list[Message]:
-    msgs = [system("You are a coding agent.")]
+    # The original task comes first and is never summarised (the protection policy); the
+    # turns after it are what the summary may give up.
+    msgs = [system("You are a coding agent."), user("the original task: keep the tests green")]
     for t in range(turns):
         msgs += task(t, steps, size)
     return msgs
@@ -103,7 +105,7 @@ def compact(strategy: Summary, messages, target: int, **kw):
 def test_history_gives_up_the_oldest_turn_only_when_that_is_enough():
     msgs = conversation(turns=3)
     total = COUNTER.count_messages(msgs)
-    turn0 = msgs[1:6]
+    turn0 = msgs[2:7]
     rec = Recorder()
     result = compact(Summary(rec), msgs, target=total - COUNTER.count_messages(turn0) // 2)
 
@@ -111,24 +113,24 @@ def test_history_gives_up_the_oldest_turn_only_when_that_is_enough():
     assert "task 0" in rec.seen[0] and "task 1" not in rec.seen[0]
     out = result.messages
     assert out[0] == msgs[0]
-    assert is_note(out[1]) and out[1].role == "user"
-    assert provenance(out[1])["replaces"] == refs(turn0)
-    assert provenance(out[1])["region"] == "history"
-    assert out[2:] == tuple(msgs[6:])  # turns 1 and 2 untouched
+    assert is_note(out[2]) and out[2].role == "user"
+    assert provenance(out[2])["replaces"] == refs(turn0)
+    assert provenance(out[2])["region"] == "history"
+    assert out[3:] == tuple(msgs[7:])  # turns 1 and 2 untouched
     assert result.fits
 
 
 def test_history_takes_as_many_turns_as_needed_in_one_call():
     msgs = conversation(turns=4)
     total = COUNTER.count_messages(msgs)
-    two_turns = msgs[1:11]
+    two_turns = msgs[2:12]
     rec = Recorder()
     target = total - COUNTER.count_messages(two_turns) + 250
     result = compact(Summary(rec), msgs, target=target)
     assert len(rec.seen) == 1
     assert "task 1" in rec.seen[0] and "task 2" not in rec.seen[0]
-    assert provenance(result.messages[1])["replaces"] == refs(two_turns)
-    assert result.messages[2:] == tuple(msgs[11:])
+    assert provenance(result.messages[2])["replaces"] == refs(two_turns)
+    assert result.messages[3:] == tuple(msgs[12:])
 
 
 def test_history_summaries_are_combined_before_the_current_task_is_touched():
@@ -212,9 +214,9 @@ def test_rounds_walk_the_tiers_in_order_until_nothing_may_be_given_up():
     out = result.messages
     regions = [provenance(m)["region"] for m in out if is_note(m)]
     assert regions == ["history", "current"]
-    assert not result.fits  # system, anchor, a summary each side and the newest step remain
-    assert out[0] == msgs[0]
-    assert out[2] == msgs[-9]  # the anchor of the last task
+    assert not result.fits  # system, task, anchor, a summary each side, the newest step remain
+    assert out[:2] == tuple(msgs[:2])  # the system prompt and the original task, verbatim
+    assert out[3] == msgs[-9]  # the anchor of the last task
     assert out[-2:] == tuple(msgs[-2:])  # the newest step, whole
     assert len(rec.seen) == 2
     validate(out)
@@ -226,7 +228,7 @@ def test_raw_messages_are_summarised_before_summaries_are_combined():
     msgs = conversation(turns=5)
     total = COUNTER.count_messages(msgs)
     rec = Recorder(answer="## Objective\n" + "z" * 900)
-    target = total - COUNTER.count_messages(msgs[1:6]) // 2
+    target = total - COUNTER.count_messages(msgs[2:7]) // 2
     compact(Summary(rec), msgs, target=target)
     assert len(rec.seen) >= 2
     assert "summary of earlier messages" not in rec.seen[1]
@@ -291,7 +293,7 @@ def test_a_failing_later_round_keeps_the_last_good_round():
     notes = summaries(result.messages)
     assert [provenance(n)["region"] for n in notes] == ["history"]
     # everything after the first summary is the original conversation
-    assert result.messages[2:] == tuple(msgs[-9:])
+    assert result.messages[3:] == tuple(msgs[-9:])
 
 
 def test_a_summariser_that_hangs_times_out_and_the_conversation_is_kept():
@@ -368,7 +370,7 @@ def test_max_failures_none_never_opens():
 def test_summary_message_is_user_role_with_provenance_in_meta_and_readable_text():
     msgs = conversation()
     result = compact(Summary(), msgs, target=COUNTER.count_messages(msgs) - 200)
-    summary = result.messages[1]
+    summary = result.messages[2]
     record = provenance(summary)
     assert summary.role == "user"
     assert record["strategy"] == "summary" and record["kind"] == "summary"
@@ -598,6 +600,7 @@ def test_small_raw_leftovers_between_summaries_do_not_stop_the_rounds():
 
     msgs = [
         system("s"),
+        user("the original task"),  # protected: never summarised
         old_summary(0),
         user("old request"),
         old_summary(1),
@@ -613,7 +616,8 @@ def test_small_raw_leftovers_between_summaries_do_not_stop_the_rounds():
     (summary,) = summaries(result.messages)
     # as little as it can: both summaries and the request between them, not the old reply
     assert len(provenance(summary)["replaces"]) == 3 + 1 + 3
-    assert [m.content for m in result.messages[2:4]] == ["old reply", "task now"]
+    assert [m.content for m in result.messages[:2]] == ["s", "the original task"]
+    assert [m.content for m in result.messages[3:5]] == ["old reply", "task now"]
 
 
 def test_an_async_call_with_an_acall_is_still_refused_by_compact():

@@ -69,12 +69,21 @@ def test_replaces_oldest_first_and_stops_at_target():
     assert replaced(one.messages) == [3]
     assert one.after == before - saving
 
-    # One token more to give: the second oldest goes too, and no more.
+    # One token more to give: clearing the second oldest would throw away far more than
+    # that, so just enough of its middle is cut (head and tail kept, recall id named).
     two = strategy.compact(msgs, target=before - saving - 1, counter=counter)
-    assert replaced(two.messages) == [3, 5]
-    assert two.after == before - 2 * saving
+    assert replaced(two.messages) == [3]
+    cut = two.messages[5]
+    record = provenance(cut)
+    assert record["kind"] == "truncated" and record["replaces"] == (message_ref(msgs[5]),)
+    assert f"recall id {message_ref(msgs[5])}" in cut.content
+    assert cut.content[:20] == msgs[5].content[:20] and cut.content[-5:] == msgs[5].content[-5:]
+    assert before - 2 * saving < two.after <= before - saving - 1
     assert two.applied[0].strategy == "tool_results"
-    assert (two.applied[0].before, two.applied[0].after) == (before, before - 2 * saving)
+
+    # Clearing it whole is just enough: then it is cleared.
+    both = strategy.compact(msgs, target=before - 2 * saving, counter=counter)
+    assert replaced(both.messages) == [3, 5]
 
 
 def test_partial_progress_is_kept_when_target_is_out_of_reach():
@@ -239,7 +248,7 @@ def test_placeholder_is_checked_at_construction(bad):
         ToolResults(placeholder=bad)
 
 
-def test_default_placeholder_names_tool_and_short_args_and_says_call_again():
+def test_default_placeholder_names_tool_args_and_recall_id_and_never_says_run_it_again():
     long_args = json.dumps({"content": "x" * 500})
     calls = [
         ToolCall("a", "bash", '{"command": "pytest -q"}'),
@@ -256,12 +265,37 @@ def test_default_placeholder_names_tool_and_short_args_and_says_call_again():
     ]
     out = ToolResults().apply(msgs, 1, counter=ApproximateCounter())
     assert out[2].content == DEFAULT_PLACEHOLDER.format(
-        name="bash", args='{"command": "pytest -q"}', call_id="a"
+        name="bash",
+        args='{"command": "pytest -q"}',
+        call_id="a",
+        ref=message_ref(msgs[2]),
+        errors="",
     )
     assert "write_file(…)" in out[3].content and "x" * 50 not in out[3].content
     assert "list_dir()" in out[4].content
-    for m in out[2:5]:
-        assert "call the tool again" in m.content.lower()
+    for old, new in zip(msgs[2:5], out[2:5], strict=True):
+        # a write or a shell command run again repeats its side effect: never invited
+        assert "again" not in new.content.lower()
+        assert f"recall id {message_ref(old)}" in new.content
+        assert "already ran" in new.content
+
+
+def test_the_placeholder_keeps_the_error_names_the_output_reported():
+    msgs = [
+        user("go"),
+        assistant("", [ToolCall("a", "bash", '{"command": "pytest"}')]),
+        tool("a", "Traceback ...\nValueError: bad\n" + "x" * 800 + "\nKeyError: 'k'"),
+        *step(9),
+    ]
+    out = ToolResults().apply(msgs, 1, counter=ApproximateCounter())
+    assert "it reported ValueError, KeyError" in out[2].content
+
+
+def test_a_pinned_result_is_never_cleared():
+    msgs = run(2)
+    msgs[3] = msgs[3].replace(meta={"pinned": True})
+    out = ToolResults().apply(msgs, 1, counter=ApproximateCounter())
+    assert out[3] == msgs[3]
 
 
 def test_provenance_is_in_meta_and_the_call_stays_answered():

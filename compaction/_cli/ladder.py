@@ -8,8 +8,9 @@ from .errors import CliError
 
 __all__ = ["DEFAULT_LADDER", "build_counter", "build_ladder", "counter_label"]
 
-#: The free layers first, then the offline extractive summary as the terminal.
-DEFAULT_LADDER = ("tool_results", "sliding_window", "summary")
+#: The free layers first, then the offline extractive summary, then the last resort that cuts
+#: protected messages so that every request fits whenever the system prompt does (issue 12).
+DEFAULT_LADDER = ("tool_results", "sliding_window", "summary", "fit")
 
 
 def build_counter(kind: str, encoding: str | None) -> Any:

@@ -12,6 +12,7 @@ read as the OpenAI messages they are.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -22,6 +23,7 @@ from ..messages import Message, ToolCall
 from .action_regex import DEFAULT, find_actions
 from .detect import Document
 from .errors import FormatError
+from .harness import harness_prefixes, synthetic_meta, templates_in
 from .loaded import Loaded
 from .repair import repair
 from .validate_loaded import finish
@@ -33,6 +35,16 @@ ACTION_REGEX: Final = DEFAULT
 
 SOURCE_KEY: Final = "mini_swe_agent"
 
+#: mini-swe-agent's own replies (format error: no or several actions; timeout), used besides
+#: the trajectory's own config templates, which older trajectories do not carry. The harness
+#: sends them as user messages; they are marked synthetic and never taken for the task.
+DEFAULT_HARNESS_TEMPLATES: Final = (
+    "Please always provide EXACTLY ONE action in triple backticks, found {{actions|length}} "
+    "actions.",
+    "The last command <command>{{action['action']}}</command> timed out and has been killed.",
+)
+_HARNESS_KEYS: Final = re.compile(r"^(format_error|timeout)_template$")
+
 
 def _flat(content: Any) -> Any:
     if isinstance(content, list):
@@ -40,9 +52,18 @@ def _flat(content: Any) -> Any:
     return content
 
 
+def _harness(value: Mapping[str, Any]) -> tuple[str, ...]:
+    info = value.get("info")
+    config = info.get("config") if isinstance(info, Mapping) else None
+    agent = config.get("agent") if isinstance(config, Mapping) else None
+    own = templates_in(agent, _HARNESS_KEYS, depth=1)
+    return harness_prefixes((*own, *DEFAULT_HARNESS_TEMPLATES))
+
+
 def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
     value = doc.value
     raw = value["messages"]
+    harness = _harness(value)
     native = any(
         isinstance(m, Mapping) and (m.get("role") == "tool" or m.get("tool_calls")) for m in raw
     )
@@ -72,7 +93,9 @@ def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
         if native:
             try:
                 base = message_from_openai({k: v for k, v in m.items() if k != "extra"}, index)
-                messages.append(base.replace(id=msg_id, meta={**base.meta, SOURCE_KEY: source}))
+                mark = synthetic_meta(base.content, harness) if base.role == "user" else {}
+                meta = {**base.meta, SOURCE_KEY: source, **mark}
+                messages.append(base.replace(id=msg_id, meta=meta))
             except AdapterError as exc:
                 raise FormatError(path, str(exc)) from None
             continue
@@ -89,7 +112,7 @@ def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
                     content,
                     tool_call_id=pending.id,
                     name="bash",
-                    meta={SOURCE_KEY: source},
+                    meta={SOURCE_KEY: source, **synthetic_meta(content, harness)},
                     id=msg_id,
                 )
             )
@@ -116,7 +139,8 @@ def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
                 )
                 continue
             pending = None
-        messages.append(Message(role, content, meta={SOURCE_KEY: source}, id=msg_id))
+        synthetic = synthetic_meta(content, harness) if role == "user" else {}
+        messages.append(Message(role, content, meta={SOURCE_KEY: source, **synthetic}, id=msg_id))
     fixed, repairs = repair(messages)
     return finish(Loaded(fixed, "mini-swe-agent", str(path), repairs=repairs, container="object"))
 

@@ -18,6 +18,7 @@ A last call with no observation (the run ended on ``submit``) is answered by an 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -25,8 +26,10 @@ from typing import Any, Final
 from ..adapters import AdapterError
 from ..adapters.openai import message_from_openai
 from ..messages import Message, ToolCall
+from ..transcript import SYNTHETIC_KEY
 from .detect import Document
 from .errors import FormatError
+from .harness import harness_prefixes, synthetic_meta, templates_in
 from .loaded import Loaded
 from .repair import repair
 from .validate_loaded import finish
@@ -34,6 +37,35 @@ from .validate_loaded import finish
 __all__ = ["read_swe_agent"]
 
 SOURCE_KEY: Final = "swe_agent"
+
+#: SWE-agent's own replies (format errors, blocked and cancelled commands, syntax-check
+#: failures, timeouts), besides the ones in the trajectory's own ``replay_config``. The
+#: harness sends them as user entries; they are marked synthetic and never taken for the
+#: task, and so are demonstrations (``is_demo``).
+DEFAULT_HARNESS_TEMPLATES: Final = (
+    "Your output was not formatted correctly.",
+    "Your output could not be parsed properly.",
+    "Your output could not be parsed as a tool call.",
+    "Your last output did not use any tool calls!",
+    "Your bash command contained syntax errors and was NOT executed.",
+    "Interactive operation '{{action}}' is not supported by this environment.",
+    "Operation '{{action}}' is not supported by this environment.",
+    "The command '{{command}}' was cancelled because it took more than {{timeout}} seconds.",
+    "EXECUTION TIMED OUT",
+    "Here is a demonstration of how to correctly accomplish this task.",
+)
+_HARNESS_KEYS: Final = re.compile(r"(error|timeout|cancelled|demonstration)\w*_template$")
+
+
+def _harness(value: Mapping[str, Any]) -> tuple[str, ...]:
+    config = value.get("replay_config")
+    if isinstance(config, str):
+        try:
+            config = json.loads(config)
+        except ValueError:
+            config = None
+    own = templates_in(config, _HARNESS_KEYS)
+    return harness_prefixes((*own, *DEFAULT_HARNESS_TEMPLATES))
 
 
 def _text(content: Any, path: str | Path, index: int) -> str:
@@ -50,6 +82,7 @@ def _text(content: Any, path: str | Path, index: int) -> str:
 
 def read_swe_agent(doc: Document, path: str | Path) -> Loaded:
     history = doc.value["history"]
+    harness = _harness(doc.value)
     messages: list[Message] = []
     pending: ToolCall | None = None
     actions = 0
@@ -93,11 +126,16 @@ def read_swe_agent(doc: Document, path: str | Path) -> Loaded:
                         content,
                         tool_call_id=pending.id,
                         name="bash",
-                        meta={SOURCE_KEY: source},
+                        meta={SOURCE_KEY: source, **synthetic_meta(content, harness)},
                     )
                 )
             else:
-                messages.append(Message("user", content, meta={SOURCE_KEY: source}))
+                synthetic = (
+                    {SYNTHETIC_KEY: True}
+                    if entry.get("is_demo")
+                    else synthetic_meta(content, harness)
+                )
+                messages.append(Message("user", content, meta={SOURCE_KEY: source, **synthetic}))
             pending = None
         elif role == "assistant":
             pending = None

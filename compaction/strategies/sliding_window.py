@@ -2,27 +2,30 @@
 
 Two jobs, one rule of order:
 
+- **a budget-driven ladder layer** (``window_size=None``, the default): drop just enough of the
+  oldest conversation to get under the target, and leave a note where it went;
 - **a fixed window** (seed 000): ``window_size`` messages (``window_mode="messages"``) or tokens
   (``window_mode="tokens"``) of the non-system conversation are kept, newest first; the system
-  block is always kept, outside the window. The window applies even when the conversation is
-  under budget (that is what a window is), which is why this strategy answers :meth:`wants`
-  beyond the base rule;
-- **a budget-driven ladder layer** (``window_size=None``, the default): drop just enough of the
-  oldest conversation to get under the target, and leave a note where it went.
+  block is always kept, outside the window. In a ladder the window is a cap applied while the
+  conversation is over target (rule 1 holds for every layer, issue 15); on its own
+  (``apply``), or with ``always_apply=True`` in a ladder, it applies whatever the budget, as
+  seed 000 has it.
 
-In both, the budget is enforced after the window, and what may be dropped is decided the same,
-turn-aware way (the reference ladder's rules):
+In both, the budget is enforced after the window, and what may be dropped is decided the same
+way (the protection policy in the README, issue 12):
 
-1. never the system block, never the task anchor (the newest real user message), never the
-   newest ``keep_steps`` steps of the current task;
-2. the oldest history units (:meth:`compaction.transcript.Transcript.turns`) go first. Inside
-   the one unit that crosses the line, its oldest steps go first while its user message stays
-   with the rest of its answer -- a user message is never left with none of its steps: the
-   last step goes together with it. Dropping one whole huge turn would otherwise throw away
-   far more than needed;
-3. only when no history is left does the current task lose its own oldest steps;
-4. groups (an assistant message and all the tool results answering it) are dropped whole, so
-   a call is never separated from its results.
+1. never the system block, the original task (the first person-written user message), the
+   newest person-written user message, a pinned message (``meta["pinned"]``), or the newest
+   ``keep_steps`` steps of the current request;
+2. the finest grain that keeps a call with its results: one group (a step: an assistant
+   message and every tool result answering it) at a time, oldest first, so no more is dropped
+   than needed; harness-written (synthetic) user text goes with the history around it;
+3. then the current request's own oldest steps;
+4. older person-written user messages last: they are small and they are what the person asked.
+
+What went is named by one note where the first dropped message was (the files, commands, error
+names and recall ids, see :mod:`compaction.trace`); an older note among the dropped messages is
+folded into it, so notes never pile up.
 
 How much to drop is integer arithmetic on per-message cached counts: each message is counted
 once, each candidate cut is one addition (no recounting per candidate, the O(n²) of the Ruby
@@ -31,84 +34,47 @@ reference and of LangChain).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
+from ..budget import Budget
 from ..messages import Message
+from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
+from ..trace import Memo, cut_message, facts_of, note_text, refs_of
 from ..transcript import (
     PROVENANCE_KEY,
     Transcript,
-    is_note,
-    mark,
-    message_ref,
+    is_person_written,
     parse,
-    provenance,
 )
 from ..validate import validate
 
 __all__ = ["SlidingWindow", "WindowMode"]
 
+#: The least of a message worth keeping in part (tokens): below it, the message goes whole.
+_MIN_PART = 64
+
 WindowMode = Literal["messages", "tokens"]
 _MODES: tuple[str, ...] = ("messages", "tokens")
-
-
-def _note_text(dropped: int) -> str:
-    if dropped == 1:
-        return "[1 earlier message was removed to fit the context window]"
-    return f"[{dropped} earlier messages were removed to fit the context window]"
-
-
-def _stands_for(message: Message) -> int:
-    """How many original messages ``message`` stands for (a note counts what it replaced)."""
-    if is_note(message):
-        record = provenance(message) or {}
-        return max(len(record.get("replaces", ())), 1)
-    return 1
-
-
-def _refs(replaced: Sequence[Message]) -> tuple[str, ...]:
-    """The originals ``replaced`` stands for, as :func:`compaction.transcript.mark` records them.
-
-    An older note or summary folds in the messages it stood for. A transcript can keep the raw
-    history next to a summary of it (Claude Code does): then an original still present *before*
-    the summary is counted once, one for one. Equal messages share a fingerprint, so nothing
-    else is merged: a "continue" dropped now is one more than the "continue" an older note
-    (which stands before it) already stood for.
-    """
-    refs: list[str] = []
-    present: Counter[str] = Counter()  # plain messages met so far, not yet matched to a note
-    for m in replaced:
-        if not is_note(m):
-            ref = message_ref(m)
-            refs.append(ref)
-            present[ref] += 1
-            continue
-        for ref in (provenance(m) or {}).get("replaces", ()):
-            if present[ref] > 0:
-                present[ref] -= 1  # that original is here itself, already counted
-            else:
-                refs.append(ref)
-    return tuple(refs)
 
 
 class _Chunk:
     """One droppable unit, in drop order: one or more groups (not always contiguous)."""
 
-    __slots__ = ("groups", "messages", "notes_only", "stands_for", "tokens")
+    __slots__ = ("chars", "groups", "messages", "notes_only", "tokens")
 
     def __init__(self, groups: list[int]) -> None:
         self.groups = groups
         self.tokens = 0
         self.messages = 0
-        self.stands_for = 0
+        self.chars = 0
         self.notes_only = True
 
 
 class SlidingWindow(Strategy):
-    """Sliding window: keeps the newest messages and drops the oldest, turn by turn.
+    """Sliding window: keeps the newest messages and drops the oldest, step by step.
 
     Options:
 
@@ -119,7 +85,7 @@ class SlidingWindow(Strategy):
       tokens. The system block is outside the window.
     - ``keep_steps`` (>= 1, default 2): the newest steps of the current task are never dropped,
       not even by the window: the model has not acted on them yet.
-    - ``note``: whether a note stands where messages went, saying how many were dropped (a
+    - ``note``: whether a note stands where messages went, naming what was dropped (a
       user-role message for the model; its provenance is in ``meta["compaction"]``). The
       default (None) writes one only without a fixed window. A fixed window is a contract on
       exactly what stays (seed 000: a window of 2 returns 2 messages), so by default it writes
@@ -127,9 +93,14 @@ class SlidingWindow(Strategy):
       system block, but its tokens count against the budget). A new note absorbs an older
       one (its count includes what the older note stood for), and swapping one note for
       another is never a rewrite: if a note is all that would change, the strategy declines.
+    - ``always_apply``: in a ladder, apply the fixed window even under target (seed 000). By
+      default a window in a ladder is a cap applied while over target, so rule 1 holds for
+      every layer; on its own (``apply``/``compact``) the window always applies.
 
     The window and the protections together: the window never overrides rule 1 of the module
-    docstring; when the protected part alone exceeds the window, as much as may go goes.
+    docstring (except that a fixed window may drop the original task, which is the caller's
+    explicit contract on what stays); when the protected part alone exceeds the window, as
+    much as may go goes.
     """
 
     name: ClassVar[str] = "sliding_window"
@@ -144,6 +115,7 @@ class SlidingWindow(Strategy):
         *,
         keep_steps: int = 2,
         note: bool | None = None,
+        always_apply: bool = False,
     ) -> None:
         if window_size is not None and (
             isinstance(window_size, bool) or not isinstance(window_size, int) or window_size <= 0
@@ -166,6 +138,7 @@ class SlidingWindow(Strategy):
         self.window_mode: WindowMode = window_mode
         self.keep_steps = keep_steps
         self.note = note
+        self.always_apply = bool(always_apply)
 
     @property
     def writes_note(self) -> bool:
@@ -178,12 +151,14 @@ class SlidingWindow(Strategy):
         if self.window_size is None:
             window = "no fixed window (drops only what the budget needs)"
         else:
-            window = f"a window of the newest {self.window_size} {self.window_mode}"
+            cap = "whatever the budget" if self.always_apply else "while over the budget"
+            window = f"a window of the newest {self.window_size} {self.window_mode} ({cap})"
         return (
             f"sliding window: {window}, window_mode={self.window_mode!r}; the system block, "
-            f"the task anchor and the newest {self.keep_steps} steps are always kept; the "
-            "oldest turns go first, tool calls with their results"
-            + ("; a note says how many messages were dropped" if self.writes_note else "")
+            f"the task anchor, the newest request, pinned messages and the newest "
+            f"{self.keep_steps} steps are always kept; the oldest steps go first, tool calls "
+            "with their results, older requests last"
+            + ("; a note names what was dropped" if self.writes_note else "")
         )
 
     def can_handle(self, messages: Sequence[Message]) -> float:
@@ -194,8 +169,9 @@ class SlidingWindow(Strategy):
         return 1.0 if self._chunks(transcript, [0] * len(transcript.messages)) else 0.1
 
     def wants(self, run: Run) -> bool:
-        """Over target (rule 1), or beyond the fixed window even when under target."""
-        if self.window_size is not None and run.messages:
+        """Rule 1, like every layer: asked only while over target. With ``always_apply`` (the
+        seed-000 fixed window) also when beyond the window, even under target."""
+        if self.always_apply and self.window_size is not None and run.messages:
             msgs = run.messages
             system_end = 0
             while system_end < len(msgs) and msgs[system_end].role == "system":
@@ -210,10 +186,30 @@ class SlidingWindow(Strategy):
                     return True
         return run.over
 
+    def compact(
+        self,
+        messages: Sequence[Message],
+        *,
+        target: int | Budget,
+        counter: TokenCounter | None = None,
+    ) -> CompactionResult:
+        """On its own (``apply``/``compact``), a fixed window is the seed-000 window: it applies
+        whatever the budget, as if ``always_apply`` were set. In a ladder, rule 1 holds."""
+        alone = self
+        if self.window_size is not None and not self.always_apply:
+            alone = SlidingWindow(
+                self.window_size,
+                self.window_mode,
+                keep_steps=self.keep_steps,
+                note=self.note,
+                always_apply=True,
+            )
+        return Strategy.compact(alone, messages, target=target, counter=counter)
+
     def __repr__(self) -> str:
         return (
             f"SlidingWindow(window_size={self.window_size!r}, window_mode={self.window_mode!r}, "
-            f"keep_steps={self.keep_steps}, note={self.note!r})"
+            f"keep_steps={self.keep_steps}, note={self.note!r}, always_apply={self.always_apply})"
         )
 
     # -- the rewrite ---------------------------------------------------------------------------
@@ -255,83 +251,138 @@ class SlidingWindow(Strategy):
                 dropped_messages += chunks[p].messages
                 p += 1
 
-        floor = p  # the window's own cut: the budget may only add to it
-        # Phase 2, the budget: keep dropping until what is left, note included, fits.
-        note = self.writes_note
-        reserve = 0
-        if note:
-            # An upper bound on the note's size (the most it could ever say), so one pass
-            # finds a cut that surely fits; the real note is then counted and the cut moved.
-            most = sum(c.stands_for for c in chunks)
-            reserve = counter.count(self._note(most, ()))
-        while p < len(chunks) and total - dropped_tokens + (reserve if p else 0) > target:
+        # Phase 2, the budget, before the note: the fewest chunks that fit without one.
+        while p < len(chunks) and total - dropped_tokens > target:
             dropped_tokens += chunks[p].tokens
             p += 1
-
-        if note and p > 1:
-            # The reserve is an upper bound: the real, shorter note may let fewer chunks go.
-            # Each try is one short text counted (cached), never the conversation again.
-            said = sum(c.stands_for for c in chunks[:p])
-            # never down to a cut that drops only older notes (that would be no rewrite)
-            first_real = next((i for i, c in enumerate(chunks) if not c.notes_only), len(chunks))
-            while p > max(floor, first_real + 1):
-                said -= chunks[p - 1].stands_for
-                cost = counter.count(Message("user", _note_text(said)))
-                if total - dropped_tokens + chunks[p - 1].tokens + cost > target:
-                    break
-                p -= 1
-                dropped_tokens -= chunks[p].tokens
-
         if p == 0 or all(c.notes_only for c in chunks[:p]):
             # Nothing to drop, or only a note to swap for another note: not a rewrite.
             return None
-        out = self._build(transcript, chunks[:p], note)
-        after = total - dropped_tokens
-        if note:
-            after += counter.count(out[system_end])
-            # Never in practice: the real note is bigger than counted. Then one chunk more.
-            while after > target and p < len(chunks):
+
+        if not self.writes_note:
+            return self._build(transcript, chunks[:p], None)
+        memo = Memo()
+        # Phase 3, the note: one more chunk at a time until what is left, note included, fits.
+        # The note grows with what it names, so it is written and counted for each cut tried
+        # (a short text, counted once per try: never the conversation again).
+        while True:
+            note = self._note(transcript, chunks[:p], memo)
+            cost = counter.count(note)
+            if total - dropped_tokens + cost <= target or p == len(chunks):
+                break
+            # As many more chunks as this note's cost needs, at once: the note grows little
+            # with what it names, so a few tries settle it (never one note per chunk).
+            while p < len(chunks) and total - dropped_tokens + cost > target:
                 dropped_tokens += chunks[p].tokens
                 p += 1
-                out = self._build(transcript, chunks[:p], note)
-                after = total - dropped_tokens + counter.count(out[system_end])
+        after = total - dropped_tokens + counter.count(note)
         if after >= total:
+            return None
+        out = self._build(transcript, chunks[:p], note)
+        if target - after > max(_MIN_PART, target // 20):
+            # The last group to go overshot the target by far (one huge message): keep its
+            # head and tail instead, cut in the middle, so no more is thrown away than needed.
+            kept = total - dropped_tokens
+            part = self._keep_part(transcript, chunks, p, kept, target, counter, memo)
+            if part is not None:
+                return part
+        return out
+
+    def _keep_part(
+        self,
+        transcript: Transcript,
+        chunks: Sequence[_Chunk],
+        p: int,
+        kept: int,
+        target: int,
+        counter: TokenCounter,
+        memo: Memo,
+    ) -> list[Message] | None:
+        """The cut of ``chunks[:p]`` with the last chunk kept in part: its largest message cut
+        in the middle so that the whole, with the note for ``chunks[:p - 1]``, fits."""
+        last = chunks[p - 1]
+        if len(last.groups) != 1:
+            return None
+        group = transcript.groups[last.groups[0]]
+        msgs = transcript.messages
+        rest = chunks[: p - 1]
+        # No note for nothing, nor for older notes alone (swapping notes is no rewrite).
+        note = self._note(transcript, rest, memo) if not all(c.notes_only for c in rest) else None
+        room = target - kept - (counter.count(note) if note is not None else 0)
+        if note is None:
+            room -= sum(c.tokens for c in rest)  # those stay, then
+        biggest = max(range(group.start, group.end), key=lambda i: counter.count(msgs[i]))
+        message = msgs[biggest]
+        others = last.tokens - counter.count(message)
+        cut = cut_message(message, room - others, counter, strategy=self.name, least=_MIN_PART)
+        if cut is None:
+            return None
+        out = self._build(transcript, rest if note is not None else (), note)
+        # by identity: an equal message elsewhere ("ok", "continue") is not this one
+        at = next((i for i, m in enumerate(out) if m is message), -1)
+        if at < 0:
+            return None
+        out[at] = cut
+        if counter.count_messages(out) > target:
             return None
         return out
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _note(self, dropped: int | None, replaces: Sequence[Message]) -> Message:
-        """The note standing for ``replaces``; ``dropped`` None counts them."""
-        note = mark(Message("user", ""), strategy=self.name, kind="note")
-        refs = _refs(replaces)
-        if dropped is None:
-            dropped = len(refs)
-        record = {**(provenance(note) or {}), "replaces": refs, "dropped": dropped}
-        return Message("user", _note_text(dropped), meta={**note.meta, PROVENANCE_KEY: record})
+    def _note(self, transcript: Transcript, chunks: Sequence[_Chunk], memo: Memo) -> Message:
+        """The note standing for the messages of ``chunks``: what went, by name (see
+        :mod:`compaction.trace`), folding in the facts of older notes among them."""
+        msgs = transcript.messages
+        groups = transcript.groups
+        replaced: list[Message] = []
+        for index in sorted(g for chunk in chunks for g in chunk.groups):
+            replaced.extend(msgs[groups[index].start : groups[index].end])
+        refs = refs_of(replaced, memo.refs)
+        facts = facts_of(replaced, memo.facts)
+        chars = sum(c.chars for c in chunks)
+        text = note_text(facts, chars, messages=len(refs))
+        record = {
+            "strategy": self.name,
+            "kind": "note",
+            "replaces": refs,
+            "dropped": len(refs),
+            "facts": facts.record(),
+        }
+        return Message("user", text, meta={PROVENANCE_KEY: record})
 
-    def _build(self, transcript: Transcript, chunks: Sequence[_Chunk], note: bool) -> list[Message]:
+    def _build(
+        self, transcript: Transcript, chunks: Sequence[_Chunk], note: Message | None
+    ) -> list[Message]:
+        """The kept messages in order, with ``note`` where the first dropped message was."""
         msgs = transcript.messages
         gone: set[int] = set()
         for chunk in chunks:
             gone.update(chunk.groups)
         out: list[Message] = list(msgs[: transcript.system_end])
-        replaced: list[Message] = []
-        kept: list[Message] = []
+        placed = note is None
         for index, group in enumerate(transcript.groups):
-            part = msgs[group.start : group.end]
-            (replaced if index in gone else kept).extend(part)
-        if note:
-            # The note stands at the start of the conversation, where the dropped (oldest)
-            # messages began: a user message right after the system block is always valid.
-            out.append(self._note(None, replaced))
-        out.extend(kept)
+            if index in gone:
+                if not placed:
+                    # Between two whole groups a user message is always valid.
+                    out.append(note)  # type: ignore[arg-type]
+                    placed = True
+                continue
+            out.extend(msgs[group.start : group.end])
         return out
 
     def _chunks(self, transcript: Transcript, counts: Sequence[int]) -> list[_Chunk]:
-        """What may be dropped, oldest first, as chunks of groups."""
+        """What may be dropped, in drop order, one group per chunk (the finest grain that
+        keeps a call with its results): history, oldest first; then the current request's
+        own oldest steps; and only then older person-written user messages, which are small
+        and are what the person asked. Protected groups (the task, the newest person-written
+        message, pinned ones) and the newest ``keep_steps`` steps are never in it."""
         groups = transcript.groups
         anchor = transcript.anchor
+        protected = transcript.protected
+        if self.window_size is not None and transcript.task not in transcript.pinned:
+            # A fixed window is the caller's explicit contract on what stays (seed 000: a
+            # window of 2 keeps the newest 2), so there the task goes like any older request.
+            protected = protected - {transcript.task}
         # The newest keep_steps steps after the anchor (or of everything, without one) stay.
         first = 0 if anchor is None else anchor + 1
         cut = len(groups)
@@ -345,40 +396,30 @@ class SlidingWindow(Strategy):
         else:
             cut = first  # fewer steps than keep_steps: none of them may go
         history_end = cut if anchor is None else anchor
-
-        order: list[list[int]] = []
-        # History units, oldest first: a unit starts at each real user message and each note.
-        units: list[list[int]] = []
-        for index in range(history_end):
-            if not units or groups[index].kind in ("user", "note"):
-                units.append([index])
-            else:
-                units[-1].append(index)
-        for unit in units:
-            lead = groups[unit[0]].kind
-            if lead == "user" and len(unit) > 1:
-                # Its oldest steps first; the user message goes with its last step, never
-                # left alone without an answer.
-                order.extend([g] for g in unit[1:-1])
-                order.append([unit[0], unit[-1]])
-            else:
-                # A note (absorbed into the new one) or an assistant preamble: group by group.
-                order.extend([g] for g in unit)
-        # Only then the current task's own oldest steps, up to the protected newest ones.
-        if anchor is not None:
-            order.extend([g] for g in range(anchor + 1, cut))
-
         msgs = transcript.messages
+
+        order: list[int] = []
+        asked: list[int] = []  # older person-written user messages: the last to go
+        for index in range(history_end):
+            if index in protected:
+                continue
+            if groups[index].kind == "user" and is_person_written(msgs[groups[index].start]):
+                asked.append(index)
+            else:
+                order.append(index)
+        if anchor is not None:
+            order.extend(i for i in range(anchor + 1, cut) if i not in protected)
+        order.extend(asked)
+
         chunks: list[_Chunk] = []
-        for group_indices in order:
-            chunk = _Chunk(group_indices)
-            for g in group_indices:
-                group = groups[g]
-                for i in range(group.start, group.end):
-                    chunk.tokens += counts[i]
-                    chunk.messages += 1
-                    chunk.stands_for += _stands_for(msgs[i])
-                if group.kind != "note":
-                    chunk.notes_only = False
+        for g in order:
+            chunk = _Chunk([g])
+            group = groups[g]
+            for i in range(group.start, group.end):
+                m = msgs[i]
+                chunk.tokens += counts[i]
+                chunk.messages += 1
+                chunk.chars += len(m.content) + sum(len(c.arguments) for c in m.tool_calls)
+            chunk.notes_only = group.kind == "note"
             chunks.append(chunk)
         return chunks

@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import attrs
@@ -61,15 +61,20 @@ from ..summarizers.deadline import (
 )
 from ..summarizers.extractive import ExtractiveSummarizer
 from ..tokens import TokenCounter
-from ..transcript import Group, Transcript, mark, parse
+from ..transcript import Group, Transcript, mark, parse, provenance
 
-__all__ = ["Summary"]
+__all__ = ["Recall", "Summary"]
 
 #: Set on a summariser's exception that the round already reported, before it is raised.
 _REPORTED = "_compaction_reported"
 
 #: Tokens a summary costs whatever it summarises (its header and section titles).
 _SUMMARY_OVERHEAD = 32
+
+#: A recall source: the original message a recall id names, or None (``Session.recall``).
+Recall = Callable[[str], "Message | None"]
+#: The kinds of rewritten message summarised from their original when it can be recalled.
+_RECALLED = frozenset({"placeholder", "truncated"})
 
 
 @attrs.frozen
@@ -116,6 +121,7 @@ class Summary(Strategy):
         instructions: str | None = None,
         summary_tokens: int | None = None,
         min_tokens: int = 200,
+        recall: Recall | None = None,
     ) -> None:
         """
         - ``summarizer``: a callable ``(transcript, instructions) -> str`` (or awaitable);
@@ -135,6 +141,10 @@ class Summary(Strategy):
           how much to give up per round; default the summariser's ``max_tokens``, else 1024.
         - ``min_tokens``: a stretch smaller than this is not worth a summariser call (its
           summary would not be smaller), so that region is passed over.
+        - ``recall``: where originals can be looked up by recall id, e.g. a session's
+          ``recall`` (``Session.recall``): a callable ``(ref) -> Message | None``. A region
+          holding placeholders or cut messages is then summarised from the originals they
+          stand for, not from the placeholders (issue 12). None: from what is there.
         """
         if summarizer is None:
             summarizer = ExtractiveSummarizer()
@@ -165,6 +175,12 @@ class Summary(Strategy):
         _check_int("min_tokens", min_tokens, 0, "a token count")
         self.summary_tokens = summary_tokens
         self.min_tokens = min_tokens
+        if recall is not None and not callable(recall):
+            raise TypeError(
+                f"Summary recall must be a callable (ref) -> Message | None, "
+                f"got {type(recall).__name__}"
+            )
+        self.recall = recall
         self._failures = 0
 
     # -- the breaker ---------------------------------------------------------------------------
@@ -255,6 +271,7 @@ class Summary(Strategy):
             limit = t.groups[self._protected(t.groups)].start
         # History, in pieces: a note on its own, and the raw groups of each turn.
         pieces: list[Sequence[Group]] = []
+        protected = {t.groups[i].start for i in t.protected}
         for whole in t.turns():
             unit = tuple(g for g in whole if g.start < limit)
             if not unit:
@@ -262,23 +279,40 @@ class Summary(Strategy):
             head, rest = (unit[:1], unit[1:]) if unit[0].kind == "note" else ((), unit)
             if head:
                 pieces.append(list(head))
-            if rest:
-                pieces.append(list(rest))
+            # The task and pinned messages are never summarised: they split a turn, and an
+            # empty piece stands between the parts so that no run spans them.
+            part: list[Group] = []
+            for group in rest:
+                if group.start in protected:
+                    if part:
+                        pieces.append(part)
+                    pieces.append([])
+                    part = []
+                else:
+                    part.append(group)
+            if part:
+                pieces.append(part)
         raw_runs = _raw_runs(pieces)
         raw = self._worth(raw_runs, counts)
         if not raw_runs:
             combine = _note_run(pieces)
-        elif not raw and any(p[0].kind == "note" for p in pieces):
+        elif not raw and any(p and p[0].kind == "note" for p in pieces):
             # What is left of old turns between summaries is too small to be worth a call of
             # its own: combine it with the summaries around it rather than stop over target.
-            combine = pieces
+            combine = _unbroken(pieces)
         else:
             combine = []
+        kept = protected
         tiers = (
             ("history", raw, 1),
             ("history_summaries", combine, 2),
             ("current", _raw_run(self._current_pieces(t)), 1),
-            ("current_summaries", _note_run([[g] for g in t.current]), 2),
+            # a protected message stands between as an empty piece: no run spans it
+            (
+                "current_summaries",
+                _note_run([[g] if g.start not in kept else [] for g in t.current]),
+                2,
+            ),
         )
         for region, runs, least in tiers:
             if len(runs) < least:
@@ -294,7 +328,12 @@ class Summary(Strategy):
         current = list(t.current)
         steps = [i for i, g in enumerate(current) if g.kind != "note"]
         protected = set(steps[-self.keep_steps :])
-        return [[g] for i, g in enumerate(current) if i not in protected]
+        pinned = {t.groups[i].start for i in t.pinned}
+        return [
+            [g] if g.start not in pinned else []
+            for i, g in enumerate(current)
+            if i not in protected
+        ]
 
     def _protected(self, groups: Sequence[Group]) -> int:
         """Index of the first of the newest ``keep_steps`` steps of ``groups`` (0 if fewer)."""
@@ -456,10 +495,32 @@ class Summary(Strategy):
             return
         super()._failed(run, exc, stage)
 
+    def _source(self, replaced: Sequence[Message]) -> list[Message]:
+        """What the summariser reads for ``replaced``: each placeholder or cut message as the
+        original it stands for, when ``recall`` has it (a failing lookup keeps what is there:
+        a summary of a placeholder beats no summary)."""
+        if self.recall is None:
+            return list(replaced)
+        out: list[Message] = []
+        for message in replaced:
+            record = provenance(message)
+            refs = record.get("replaces") if record is not None else None
+            original = None
+            if record is not None and record.get("kind") in _RECALLED and refs and len(refs) == 1:
+                try:
+                    found = self.recall(str(refs[0]))
+                except Exception as exc:  # a lookup is a convenience, never a failure
+                    log.warning("summary.recall_failed", ref=refs[0], error=repr(exc))
+                    found = None
+                if isinstance(found, Message):
+                    original = found
+            out.append(original if original is not None else message)
+        return out
+
     def _round_sync(
         self, plan: _Round, counter: TokenCounter
     ) -> tuple[Message | None, BaseException | None]:
-        transcript = render_transcript(plan.replaced)
+        transcript = render_transcript(self._source(plan.replaced))
         started = time.monotonic()
         answer: Any = None
         try:
@@ -518,7 +579,7 @@ class Summary(Strategy):
     async def _round_async(
         self, plan: _Round, counter: TokenCounter
     ) -> tuple[Message | None, BaseException | None]:
-        transcript = render_transcript(plan.replaced)
+        transcript = render_transcript(self._source(plan.replaced))
         started = time.monotonic()
         answer: Any = None
         try:
@@ -539,8 +600,23 @@ def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
     """The oldest contiguous run of pieces that are not notes."""
     out: list[Sequence[Group]] = []
     for piece in pieces:
+        if not piece:  # a protected message: no run spans it
+            if out:
+                break
+            continue
         raw = piece[0].kind != "note"
         if raw:
+            out.append(piece)
+        elif out:
+            break
+    return out
+
+
+def _unbroken(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
+    """The oldest run of pieces that no protected message breaks."""
+    out: list[Sequence[Group]] = []
+    for piece in pieces:
+        if piece:
             out.append(piece)
         elif out:
             break
@@ -552,6 +628,11 @@ def _raw_runs(pieces: Sequence[Sequence[Group]]) -> list[list[Sequence[Group]]]:
     out: list[list[Sequence[Group]]] = []
     run: list[Sequence[Group]] = []
     for piece in pieces:
+        if not piece:  # a protected message: no run spans it
+            if run:
+                out.append(run)
+                run = []
+            continue
         if piece[0].kind != "note":
             run.append(piece)
         elif run:
@@ -566,7 +647,7 @@ def _note_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
     """The oldest contiguous run of notes, when it has two or more (else none)."""
     out: list[Sequence[Group]] = []
     for piece in pieces:
-        if piece[0].kind == "note":
+        if piece and piece[0].kind == "note":
             out.append(piece)
         elif len(out) >= 2:
             break

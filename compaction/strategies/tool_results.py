@@ -1,11 +1,14 @@
 """ToolResults: old tool output gives way first, replaced by a placeholder.
 
 Tool output is most of a long agent run's tokens, and the oldest of it is what the model needs
-least: it has already acted on it, and it can run the tool again. So this layer replaces old
-results, oldest first, with a short placeholder that names the tool (and its arguments, when
-they are short) and says so. It keeps the result's ``tool_call_id``, so the call stays answered
-and the conversation stays one a provider accepts, and it stops the moment the conversation is
-under target, so the newest output survives longest.
+least: it has already acted on it. So this layer replaces old results, oldest first, with a
+short placeholder that names the tool (and its arguments, when they are short), the error
+names the output reported, and the recall id that gets the output back. It never tells the
+model to run the tool again: for a write or a shell command that would repeat a side effect
+(issue 12). Pinned results (``meta["pinned"]``) are never touched. It keeps the result's
+``tool_call_id``, so the call stays answered and the conversation stays one a provider
+accepts, and it stops the moment the conversation is under target, so the newest output
+survives longest.
 
 Each message is counted once (the counter caches it) and the running total is integer
 arithmetic, never a recount of the whole conversation per replacement: LangChain's tool
@@ -21,16 +24,22 @@ from ..checks import check_format
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..transcript import mark, parse, provenance
+from ..trace import cut_message, error_names
+from ..transcript import is_pinned, mark, message_ref, parse, provenance
 from ..validate import validate
 
 __all__ = ["DEFAULT_PLACEHOLDER", "ToolResults"]
 
 #: The text a cleared result gets. ``{name}`` is the tool, ``{args}`` its arguments (empty when
-#: there are none, "…" when they are too long to be worth repeating), ``{call_id}`` the call.
+#: there are none, "…" when they are too long to be worth repeating), ``{call_id}`` the call,
+#: ``{ref}`` the recall id of the output (a session's ``recall`` finds it), ``{errors}`` the
+#: exception names the output held ("; it reported ValueError" or empty).
 DEFAULT_PLACEHOLDER: Final = (
-    "[Output of {name}({args}) cleared to save context. Call the tool again if you need it.]"
+    "[Output of {name}({args}) cleared to save context (recall id {ref}){errors}. "
+    "The call already ran; its effects stand.]"
 )
+#: At most this many error names are repeated in a placeholder.
+MAX_ERRORS: Final = 5
 
 #: Arguments longer than this are not repeated in the placeholder: a placeholder that carries
 #: a whole file's worth of arguments saves nothing.
@@ -79,7 +88,8 @@ class ToolResults(Strategy):
         - ``exclude_tools``: tool names whose results are never touched (a single name is
           taken as one name, not as its letters).
         - ``placeholder``: a format string with the fields ``{name}``, ``{args}`` and
-          ``{call_id}``; checked here, so a typo fails at construction, not mid-run.
+          ``{call_id}``, ``{ref}`` and ``{errors}``; checked here, so a typo fails at
+          construction, not mid-run.
         """
         self.keep_steps = _check_int(
             "keep_steps",
@@ -104,7 +114,9 @@ class ToolResults(Strategy):
         # Checked here, bounded in width (a config may supply it), so a typo or a
         # "{name:99999999999}" fails at construction, not as a MemoryError mid-run.
         self.placeholder = check_format(
-            "ToolResults placeholder", placeholder, {"name": "tool", "args": "{}", "call_id": "c"}
+            "ToolResults placeholder",
+            placeholder,
+            {"name": "tool", "args": "{}", "call_id": "c", "ref": "sha1:0", "errors": ""},
         )
 
     # -- the seed-000 protocol -------------------------------------------------------------
@@ -124,13 +136,13 @@ class ToolResults(Strategy):
 
     def can_handle(self, messages: Sequence[Message]) -> float:
         """1.0 when some tool result outside the kept steps may still be replaced, else 0.0
-        (already replaced and excluded tools' results do not count)."""
+        (already replaced, pinned and excluded tools' results do not count)."""
         msgs = tuple(messages)
         steps = [g for g in parse(msgs).groups if g.kind == "step"]
         for group in steps[: max(0, len(steps) - self.keep_steps)]:
             names = {call.id: call.name for call in msgs[group.start].tool_calls}
             for result in msgs[group.start + 1 : group.end]:
-                if (provenance(result) or {}).get("kind") == "placeholder":
+                if (provenance(result) or {}).get("kind") == "placeholder" or is_pinned(result):
                     continue
                 if names.get(result.tool_call_id or "", result.name) in self.exclude_tools:
                     continue
@@ -142,8 +154,16 @@ class ToolResults(Strategy):
     def placeholder_for(self, result: Message, call: ToolCall | None) -> Message:
         """The placeholder message that stands for ``result`` (provenance in ``meta``)."""
         tool_name = call.name if call is not None else (result.name or "tool")
+        record = provenance(result)
+        earlier = record.get("replaces") if record is not None else None
+        ref = str(earlier[0]) if earlier else message_ref(result)
+        errors = error_names(result.content)[:MAX_ERRORS]
         text = self.placeholder.format(
-            name=tool_name, args=_render_args(call), call_id=result.tool_call_id
+            name=tool_name,
+            args=_render_args(call),
+            call_id=result.tool_call_id,
+            ref=ref,
+            errors=f"; it reported {', '.join(errors)}" if errors else "",
         )
         return mark(
             result.replace(content=text),
@@ -173,6 +193,8 @@ class ToolResults(Strategy):
                 record = provenance(old)
                 if record is not None and record.get("kind") == "placeholder":
                     continue
+                if is_pinned(old):
+                    continue
                 call = calls.get(old.tool_call_id or "")
                 tool_name = call.name if call is not None else old.name
                 if tool_name in self.exclude_tools:
@@ -184,6 +206,14 @@ class ToolResults(Strategy):
                 new_tokens = counter.count(new)
                 if new_tokens >= old_tokens:
                     continue
+                keep = old_tokens - (total - target)
+                if keep > new_tokens + self.min_tokens:
+                    # Clearing it would overshoot the target by far: cut just enough of its
+                    # middle instead (head and tail kept, the cut marked with the recall id),
+                    # so no more is thrown away than needed.
+                    cut = cut_message(old, keep, counter, strategy=self.name)
+                    if cut is not None:
+                        new, new_tokens = cut, counter.count(cut)
                 if out is None:
                     out = list(messages)
                 out[i] = new
