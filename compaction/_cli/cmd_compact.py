@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from .._atomic import check_destination
+from .._text import plural
 from .batch import Batch
 from .destinations import (
     check_collisions,
@@ -228,7 +229,7 @@ def _print_summary(reports: list[dict[str, Any]]) -> None:
     before = sum(r["tokens_before"] for r in reports)
     after = sum(r["tokens_after"] for r in reports)
     table.footer = (
-        f"{len(reports)} files",
+        plural(len(reports), "file"),
         "",
         "",
         before,

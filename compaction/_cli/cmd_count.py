@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from .._text import plural
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK
 from .inputs import load
@@ -143,7 +144,7 @@ def _print_summary(reports: list[dict[str, Any]], counter: str) -> None:
             largest,
         )
     table.footer = (
-        f"{len(reports)} files",
+        plural(len(reports), "file"),
         "",
         sum(r["messages"] for r in reports),
         sum(r["total"] for r in reports),

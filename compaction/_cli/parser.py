@@ -6,6 +6,7 @@ import argparse
 from typing import NoReturn
 
 from .errors import CliError
+from .ladder import DEFAULT_LADDER
 
 __all__ = ["build_parser"]
 
@@ -91,7 +92,7 @@ def _laddering() -> Parser:
         "--ladder",
         metavar="KEY,KEY...",
         help="strategies in order, cheapest first; the last one is the terminal "
-        "(default: tool_results,sliding_window,summary)",
+        f"(default: {','.join(DEFAULT_LADDER)})",
     )
     group.add_argument("--config", metavar="LADDER.toml", help="a ladder from a TOML file")
     return laddering
