@@ -17,6 +17,10 @@ from compaction.transcript import is_note, provenance
 from .conversations import conversations
 
 COUNTER = ApproximateCounter()
+#: The original task: the first person-written user message, which the protection policy never
+#: lets a summary take. Each conversation opens with it so the messages after it are what the
+#: summary may replace, and the counts below are of those.
+TASK = "the original task: keep the tests green"
 HEADER = re.compile(r"^\[Summary of (\d+) earlier (message|messages)\]\n")
 BODY = re.compile(r"^- Messages summarised: (\d+)$", re.MULTILINE)
 
@@ -38,6 +42,7 @@ def test_a_step_whose_assistant_message_has_no_text_is_counted_once():
     # user, assistant (a tool call and no text), tool result: three messages, not two.
     msgs = [
         system("s"),
+        user(TASK),
         user("old task " + "u" * 800),
         assistant("", [ToolCall("c1", "bash", {"command": "ls"})]),
         tool("c1", "o" * 800, name="bash"),
@@ -52,7 +57,13 @@ def test_a_step_whose_assistant_message_has_no_text_is_counted_once():
 
 
 def test_one_message_is_one_message():
-    msgs = [system("s"), user("old task " + "u" * 900), user("new task"), assistant("ok")]
+    msgs = [
+        system("s"),
+        user(TASK),
+        user("old task " + "u" * 900),
+        user("new task"),
+        assistant("ok"),
+    ]
     result = (
         CompactionPipeline().run(Summary(min_tokens=0)).compact(msgs, target=60, counter=COUNTER)
     )
@@ -62,23 +73,35 @@ def test_one_message_is_one_message():
 
 
 def test_notes_and_earlier_summaries_count_what_they_stand_for():
-    msgs = [system("s")]
+    msgs = [system("s"), user(TASK)]
     for t in range(6):
-        msgs += [user(f"task {t} " + "u" * 300), assistant(f"done {t} " + "a" * 300)]
+        msgs += [user(f"task {t} " + "u" * 1200), assistant(f"done {t} " + "a" * 1200)]
     msgs += [user("now this"), assistant("ok")]
     # The window drops the oldest turns behind a note; the summary then takes note and turns.
+    # The protected task splits the history, so the first summary is of one turn's request
+    # alone: the turns are long enough that even that summary is smaller than what it replaces.
     pipeline = CompactionPipeline().use(SlidingWindow, keep_steps=1).run(Summary(min_tokens=0))
-    first = pipeline.compact(msgs, target=600, counter=COUNTER).messages
+    first = pipeline.compact(msgs, target=2000, counter=COUNTER).messages
+    assert any(is_note(m) and provenance(m)["kind"] == "note" for m in first)
     second = (
         CompactionPipeline().run(Summary(min_tokens=0)).compact(first, target=120, counter=COUNTER)
     )
     stood = [counts(s) for s in summaries(second.messages)]
     assert stood and all(h == b for h, b in stood)
-    assert sum(h for h, _ in stood) == len(msgs) - 3  # all but system and the newest turn
+    # all but the system prompt, the original task and the newest turn
+    assert sum(h for h, _ in stood) == len(msgs) - 4
+    assert second.messages[:2] == tuple(msgs[:2])
 
 
 def test_the_rendered_label_of_a_summary_says_how_many_messages_it_stands_for():
-    msgs = [system("s"), user("a " * 400), assistant("b " * 400), user("new"), assistant("ok")]
+    msgs = [
+        system("s"),
+        user(TASK),
+        user("a " * 400),
+        assistant("b " * 400),
+        user("new"),
+        assistant("ok"),
+    ]
     result = (
         CompactionPipeline().run(Summary(min_tokens=0)).compact(msgs, target=60, counter=COUNTER)
     )

@@ -41,7 +41,9 @@ def server(monkeypatch):
 
 
 def conversation():
-    msgs = [system("You are a coding agent.")]
+    # The original task comes first and is never summarised (the protection policy); the turns
+    # after it are what a summary may give up, so every summariser here is really called.
+    msgs = [system("You are a coding agent."), user("the original task: keep the tests green")]
     for t in range(3):
         msgs += [user(f"task {t} on src/m{t}.py " + "u" * 600)]
         for s in range(2):
@@ -189,7 +191,9 @@ def test_a_sync_summariser_under_acompact_still_answers():
     result = asyncio.run(
         CompactionPipeline().run(Summary(quick, timeout=5)).acompact(conversation(), target=800)
     )
-    assert result.changed and "short" in result.messages[1].content
+    msgs = conversation()
+    assert result.changed and result.messages[:2] == tuple(msgs[:2])  # the task kept verbatim
+    assert "short" in result.messages[2].content
 
 
 # -- invalid options are refused at construction -----------------------------------------------
