@@ -43,11 +43,11 @@ if __package__ in (None, ""):
 
 from compaction.messages import Message
 from compaction.tokens import TiktokenCounter
-from compaction.transcript import is_synthetic
 
 from .data import DEFAULT_TRANSCRIPTS, Case, load_cases
 from .measure import progress, ratio
 from .peers import available, langchain_counter
+from .quality_metrics import original_task, task_kept
 
 __all__ = ["CONTENDERS", "replay_case", "run"]
 
@@ -190,6 +190,13 @@ def _same(a: Any, b: Any) -> bool:
     return a is b or a == b
 
 
+def _task_sent(task: Message, sent: Sequence[Any]) -> bool:
+    """Whether the task went out verbatim, or cut in its middle with head and tail kept (the
+    quality suite's rule, :func:`benchmarks.quality_metrics.task_kept`)."""
+    as_text = [Message("user", m.text) for m in sent]
+    return task_kept(task, as_text) is not None
+
+
 def replay_case(case: Case, contender: str) -> dict[str, Any]:
     """Replay one transcript with one contender; answer its figures."""
     from compaction.integrations.langchain import to_langchain
@@ -201,14 +208,7 @@ def replay_case(case: Case, contender: str) -> dict[str, Any]:
     system = lc[0] if case.messages and case.messages[0].role == "system" else None
     body = lc[1:] if system is not None else lc
     offset = 1 if system is not None else 0
-    task = next(
-        (
-            lc[i]
-            for i, m in enumerate(case.messages)
-            if m.role == "user" and not is_synthetic(m) and m.content.strip()
-        ),
-        None,
-    )
+    task = original_task(case.messages)
     call = CONTENDERS[contender](window, counter, count)
     sent: list[_Request] = []
     state: list[Any] = []
@@ -235,7 +235,7 @@ def replay_case(case: Case, contender: str) -> dict[str, Any]:
         tokens_sent += size
         prefix_total += prefix
         over += size > window
-        if task is not None and not any(_same(m, task) for m in request.messages):
+        if task is not None and not _task_sent(task, request.messages):
             without_task += 1
         previous = full
     return {

@@ -43,6 +43,7 @@ __all__ = [
     "COMPACT_AT",
     "COMPACT_TO",
     "LADDERS",
+    "MIN_TARGET",
     "TARGETS",
     "run_case",
     "run_quality",
@@ -50,6 +51,9 @@ __all__ = [
 ]
 
 TARGETS: Final = (0.25, 0.40, 0.60)
+#: Below this many tokens no request of several messages fits at all (the envelopes of a task
+#: and one tool step cost more), whatever a ladder does: such targets are shown, not judged.
+MIN_TARGET: Final = 64
 COMPACT_AT: Final = 0.7
 COMPACT_TO: Final = 0.4
 _FALLBACK_DEFAULT: Final = ("tool_results", "sliding_window", "summary")
@@ -299,6 +303,7 @@ def _replay(
             previous = request
     return {
         "window": window,
+        "tiny": window < MIN_TARGET,
         "calls": calls,
         "without_task": without_task,
         "over_window": over,
@@ -350,6 +355,7 @@ def run_case(case: Case, chosen: Sequence[Ladder], *, replay: bool = True) -> li
                     system_over_half=system > target / 2,
                     # The issue asks for the task verbatim when it is at most 30% of the target.
                     task_short=task_tokens <= 0.3 * target,
+                    tiny=target < MIN_TARGET,
                 )
             row["seconds"] = time.perf_counter() - began
             rows.append(row)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 from .identifiers import KINDS
+from .quality import MIN_TARGET
 
 __all__ = ["goals", "markdown"]
 
@@ -64,7 +65,7 @@ def goals(quality: dict[str, Any]) -> list[dict[str, Any]]:
                     f"{_target(t['target'])}: lost in {t['task_lost']}/{t['files']}"
                     for t in default
                 )
-                + f"; cut though short: {short}",
+                + f"; cut though short (system prompt at most half the target): {short}",
                 "met": lost == 0 and short == 0,
             }
         )
@@ -72,10 +73,11 @@ def goals(quality: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(
             {
                 "goal": "default ladder: every result within target whenever the system "
-                "prompt is at most half of it",
+                f"prompt is at most half of it (targets under {MIN_TARGET} tokens not judged)",
                 "measured": "; ".join(
                     f"{_target(t['target'])}: "
                     f"{t['files'] - t['errors'] - t['fits'] - t['over_excusable']} over"
+                    + (f" ({t['over_tiny']} more under {MIN_TARGET} tokens)" * bool(t["over_tiny"]))
                     for t in default
                 ),
                 "met": over == 0,
@@ -111,7 +113,13 @@ def goals(quality: dict[str, Any]) -> list[dict[str, Any]]:
                 "over the window",
                 "measured": f"{replay['without_task']} calls without the task "
                 f"({replay['files_without_task']} runs); {replay['over_window']} requests "
-                f"over the window ({replay['files_over_window']} runs)",
+                f"over the window ({replay['files_over_window']} runs)"
+                + (
+                    f"; {replay['over_window_tiny']} more with a window under {MIN_TARGET} "
+                    "tokens (not judged)"
+                    if replay["over_window_tiny"]
+                    else ""
+                ),
                 "met": replay["without_task"] == 0 and replay["over_window"] == 0,
             }
         )

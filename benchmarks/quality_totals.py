@@ -44,13 +44,20 @@ def _compaction_totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "task_kept": sum(1 for r in done if r["task"] in ("verbatim", "cut")),
         "task_verbatim": sum(1 for r in done if r["task"] == "verbatim"),
         "task_lost": sum(1 for r in done if r["task"] is None),
-        "task_short_not_verbatim": sum(1 for r in done if r["task_short"] and r["task"] == "cut"),
+        # A short task is owed verbatim only where the system prompt leaves room for it (at
+        # most half the target): past that, the policy cuts the task before the system prompt.
+        "task_short_not_verbatim": sum(
+            1 for r in done if r["task_short"] and r["task"] == "cut" and not r["system_over_half"]
+        ),
         "task_lost_by_format": {
             f: sum(1 for r in done if r["format"] == f and r["task"] is None) for f in formats
         },
         "files_by_format": {f: sum(1 for r in rows if r["format"] == f) for f in formats},
         "fits": sum(1 for r in done if r["fits"]),
-        "over_excusable": sum(1 for r in done if not r["fits"] and r["system_over_half"]),
+        "over_excusable": sum(
+            1 for r in done if not r["fits"] and (r["system_over_half"] or r.get("tiny"))
+        ),
+        "over_tiny": sum(1 for r in done if not r["fits"] and r.get("tiny")),
         "budget_median": _median(budget),
         "budget_min": min(budget) if budget else math.nan,
         "budget_max": max(budget) if budget else math.nan,
@@ -86,8 +93,9 @@ def _replay_totals(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "without_task_by_format": {
             f: sum(r["without_task"] for r in done if r["format"] == f) for f in formats
         },
-        "over_window": sum(r["over_window"] for r in done),
-        "files_over_window": sum(1 for r in done if r["over_window"]),
+        "over_window": sum(r["over_window"] for r in done if not r.get("tiny")),
+        "files_over_window": sum(1 for r in done if r["over_window"] and not r.get("tiny")),
+        "over_window_tiny": sum(r["over_window"] for r in done if r.get("tiny")),
         "cache_share": pooled(sum(r["prefix_after_first"] for r in done), sent),
         "summarizer_calls": sum(r["summarizer_calls"] for r in done),
         "notes": len(notes),

@@ -5,14 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..pipeline import CompactionPipeline
-from ..trigger import Compactor
+from ..trigger import Compactor, default_pipeline
 
 __all__ = ["build_compactor", "default_pipeline"]
-
-
-def default_pipeline() -> CompactionPipeline:
-    """The free layers, then the offline extractive summary (the CLI's default ladder)."""
-    return CompactionPipeline().use("tool_results").use("sliding_window").run("summary")
 
 
 def build_compactor(

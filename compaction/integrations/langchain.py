@@ -40,7 +40,7 @@ from .._log import log
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
-from ..trigger import Compactor
+from ..trigger import Compactor, default_pipeline
 from ._conversations import Conversations
 from .langchain_messages import (
     from_langchain,
@@ -55,15 +55,6 @@ __all__ = [
     "from_langchain",
     "to_langchain",
 ]
-
-
-def default_pipeline(counter: TokenCounter | None = None) -> CompactionPipeline:
-    """``ToolResults -> SlidingWindow -> Summary`` (offline extractive summariser)."""
-    from ..strategies.sliding_window import SlidingWindow
-    from ..strategies.summary import Summary
-    from ..strategies.tool_results import ToolResults
-
-    return CompactionPipeline(counter=counter).use(ToolResults).use(SlidingWindow).run(Summary())
 
 
 def _tool_schema(tool: Any) -> Mapping[str, Any] | None:
@@ -132,8 +123,9 @@ class _Thread:
 class CompactionMiddleware(AgentMiddleware):
     """Compact the request before every model call of a LangChain v1 agent.
 
-    ``pipeline`` is the ladder (default :func:`default_pipeline`); ``window`` the model's
-    context window in tokens (default: the chat model's ``profile["max_input_tokens"]``);
+    ``pipeline`` is the ladder (default :func:`compaction.default_pipeline`: the free layers,
+    the offline summary, then the last resort ``Fit``); ``window`` the model's context window
+    in tokens (default: the chat model's ``profile["max_input_tokens"]``);
     ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     :class:`~compaction.trigger.Compactor`'s; ``count_tools`` counts the tool schemas into
     the budget; ``max_threads`` bounds how many conversations are remembered (least recently
@@ -161,7 +153,7 @@ class CompactionMiddleware(AgentMiddleware):
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):
             raise ValueError(f"window must be a positive int (tokens), got {window!r}")
-        self.pipeline = pipeline if pipeline is not None else default_pipeline(counter)
+        self.pipeline = pipeline if pipeline is not None else default_pipeline(counter=counter)
         self.window = window
         self.compact_at = compact_at
         self.compact_to = compact_to

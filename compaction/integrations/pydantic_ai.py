@@ -37,7 +37,7 @@ from .._log import log
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
-from ..trigger import Compactor
+from ..trigger import Compactor, default_pipeline
 from ._conversations import Conversations
 from .pydantic_ai_messages import from_pydantic_ai, to_pydantic_ai
 
@@ -50,14 +50,6 @@ __all__ = [
 
 #: ``meta`` key of the message that stands for the request's instructions while counting.
 _INSTRUCTIONS: str = "pydantic_ai_instructions"
-
-
-def _default_pipeline(counter: TokenCounter | None) -> CompactionPipeline:
-    from ..strategies.sliding_window import SlidingWindow
-    from ..strategies.summary import Summary
-    from ..strategies.tool_results import ToolResults
-
-    return CompactionPipeline(counter=counter).use(ToolResults).use(SlidingWindow).run(Summary())
 
 
 class _Conversation:
@@ -140,7 +132,7 @@ class _Engine:
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):
             raise ValueError(f"window must be a positive int (tokens), got {window!r}")
-        self.pipeline = pipeline if pipeline is not None else _default_pipeline(counter)
+        self.pipeline = pipeline if pipeline is not None else default_pipeline(counter=counter)
         self.window = window
         self.compact_at, self.compact_to, self.min_saving = compact_at, compact_to, min_saving
         self.counter = counter

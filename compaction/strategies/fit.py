@@ -64,16 +64,24 @@ class Fit(Strategy):
         model_call=False, lossless=False, keeps_tool_pairs=True, deterministic=True
     )
 
-    def __init__(self, *, task_share: float = 0.3, min_tokens: int = 24) -> None:
+    def __init__(
+        self, *, task_share: float = 0.3, min_tokens: int = 24, task_min_tokens: int = 64
+    ) -> None:
         """
         - ``task_share``: the share of the target the task keeps before anything else but tool
           output is cut (a task at most this big stays verbatim while the rest can give).
-        - ``min_tokens``: the least a cut message keeps of its text (head and tail together).
+        - ``min_tokens``: the least a cut message keeps of its text (head and tail together)
+          while the marked cuts still fit.
+        - ``task_min_tokens``: the least the task keeps of its own text, head and tail
+          together, besides its marker, however tight the target: the agent must still be able
+          to tell what it was asked (64 tokens are about 100 characters at each end).
         """
         _check("task_share", task_share, 0.0, 1.0)
         _check("min_tokens", min_tokens, 0)
+        _check("task_min_tokens", task_min_tokens, 0)
         self.task_share = float(task_share)
         self.min_tokens = int(min_tokens)
+        self.task_min_tokens = int(task_min_tokens)
 
     def explain(self) -> str:
         return (
@@ -188,7 +196,7 @@ class Fit(Strategy):
             stages.append(([task], max(int(target * self.task_share), self.min_tokens)))
         stages.append((largest(i for i in inner if out[i].role != "tool" and i != task), None))
         if task is not None:
-            stages.append(([task], self.min_tokens))  # its head and tail always survive
+            stages.append(([task], self.task_min_tokens))  # its head and tail always survive
         stages.append((largest(range(t.system_end)), None))
         changed = False
         # A second, tight pass only when the marked cuts could not fit (tiny targets), and a
@@ -204,6 +212,9 @@ class Fit(Strategy):
                     old = out[i]
                     before = counter.count(old)
                     least = floor if floor is not None else least_default
+                    if i == task:
+                        # The task's floor is of its own text: the marker comes on top.
+                        least += _marker_tokens(messages[i], marker, counter)
                     want = max(before - need, least)
                     if want >= before:
                         continue
@@ -218,6 +229,13 @@ class Fit(Strategy):
                 # the largest first, by their size now
                 indices.sort(key=lambda i: (-counter.count(out[i]), i))
         return out if changed else None
+
+
+def _marker_tokens(message: Message, marker: str, counter: TokenCounter) -> int:
+    """What ``marker`` costs in a cut of ``message``."""
+    if not marker:
+        return 0
+    return counter.count_text(marker.format(cut=len(message.content), ref=_original_ref(message)))
 
 
 def _original_ref(message: Message) -> str:
