@@ -17,7 +17,7 @@ the state, as ``SummarizationMiddleware`` does in ``before_model``:
   between compactions every request extends the previous one and the provider's prompt cache
   stays warm; a minimum saving and a back-off keep it from rewriting the prompt for a few
   tokens or paying a summariser again and again for nothing;
-- the ladder (by default ``ToolResults -> SlidingWindow -> Summary`` with the offline
+- the ladder (by default ``ToolResults -> SlidingWindow -> Summary -> Fit`` with the offline
   extractive summariser) keeps tool call/result pairs whole and the task in view, and a
   failing ladder never fails the model call: the request then goes out as it came.
 

@@ -197,7 +197,8 @@ class _Engine:
 class Compaction(AbstractCapability[Any]):
     """A pydantic-ai capability that compacts each model request (not the run's history).
 
-    ``pipeline`` is the ladder (default ``ToolResults -> SlidingWindow -> Summary``, offline);
+    ``pipeline`` is the ladder (default :func:`compaction.default_pipeline`, offline: the free
+    layers, the extractive summary, then the last resort ``Fit``);
     ``window`` the model's context window in tokens (default: the model profile's
     ``context_window``); ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and
     ``labels`` are :class:`~compaction.trigger.Compactor`'s; ``observe_usage`` anchors the
