@@ -28,70 +28,33 @@ never as a quiet decline. The timeout is a deadline for the whole call: a late a
 dropped, and a summariser left running does not keep the program alive. After ``max_failures``
 failed runs in a row the breaker opens and the summariser is not called again until
 :meth:`Summary.reset`, so a broken endpoint is not paid every turn.
+
+This module holds the options, the breaker and the loop of rounds; the planning of a round
+(which never calls the summariser) is in ``_summary_plan`` and the summariser calls (deadline,
+sync and async, reporting) are in ``_summary_call``, each small enough to read on its own.
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-import attrs
-
-from .. import events
 from .._log import log
 from .._text import plural
 from ..messages import Message
 from ..strategy import Capabilities, Run, Strategy, current_labels
-from ..summarizers.base import (
-    INSTRUCTIONS,
-    SummarizerError,
-    is_async_summarizer,
-    render_transcript,
-    stands_for,
-    summarizer_name,
-)
-from ..summarizers.deadline import (
-    await_with_deadline,
-    call_with_deadline,
-    check_timeout,
-    in_daemon_thread,
-)
+from ..summarizers.base import INSTRUCTIONS, is_async_summarizer
+from ..summarizers.deadline import check_timeout
 from ..summarizers.extractive import ExtractiveSummarizer
 from ..tokens import TokenCounter
-from ..transcript import Group, Transcript, mark, parse, provenance
+from ._summary_call import Recall, _SummaryCalls
+from ._summary_plan import _RoundPlanner
 
 __all__ = ["Recall", "Summary"]
 
 #: Set on a summariser's exception that the round already reported, before it is raised.
 _REPORTED = "_compaction_reported"
-
-#: Tokens a summary costs whatever it summarises (its header and section titles).
-_SUMMARY_OVERHEAD = 32
-
-#: A recall source: the original message a recall id names, or None (``Session.recall``).
-Recall = Callable[[str], "Message | None"]
-#: The kinds of rewritten message summarised from their original when it can be recalled.
-_RECALLED = frozenset({"placeholder", "truncated"})
-
-
-@attrs.frozen
-class _Round:
-    """One planned replacement: ``messages[start:end]`` becomes one summary."""
-
-    region: str
-    start: int
-    end: int
-    messages: tuple[Message, ...]
-
-    @property
-    def replaced(self) -> tuple[Message, ...]:
-        return self.messages[self.start : self.end]
-
-    def apply(self, summary: Message) -> tuple[Message, ...]:
-        return (*self.messages[: self.start], summary, *self.messages[self.end :])
 
 
 def _check_int(option: str, value: Any, minimum: int, why: str) -> None:
@@ -101,7 +64,7 @@ def _check_int(option: str, value: Any, minimum: int, why: str) -> None:
         raise ValueError(f"Summary {option} must be >= {minimum}, got {value}: {why}")
 
 
-class Summary(Strategy):
+class Summary(_RoundPlanner, _SummaryCalls, Strategy):
     """Replaces the oldest stretches of the conversation with summaries, round by round."""
 
     name: ClassVar[str] = "summary"
@@ -206,10 +169,6 @@ class Summary(Strategy):
         # still cannot be used by ``compact``.
         return is_async_summarizer(self.summarizer)
 
-    @property
-    def summarizer_name(self) -> str:
-        return summarizer_name(self.summarizer)
-
     # -- the seed-000 protocol -----------------------------------------------------------------
 
     def explain(self) -> str:
@@ -236,196 +195,7 @@ class Summary(Strategy):
             f"max_failures={self.max_failures}, timeout={self.timeout})"
         )
 
-    # -- planning ------------------------------------------------------------------------------
-
-    def _expected(self, tokens: int) -> int:
-        return min(self.summary_tokens, tokens // 4) + _SUMMARY_OVERHEAD
-
-    def _shortest(
-        self, runs: Sequence[Sequence[Group]], counts: Sequence[int], over: int, least: int
-    ) -> int:
-        """How many of ``runs`` (oldest first) to give up: the fewest (at least ``least``)
-        whose replacement by a summary of the expected size saves ``over`` tokens; all of
-        them when none would."""
-        total = 0
-        for n, run in enumerate(runs, 1):
-            total += sum(counts[run[0].start : run[-1].end])
-            if n >= least and total >= self.min_tokens and total - self._expected(total) >= over:
-                return n
-        return len(runs)
-
-    def _plan(
-        self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
-    ) -> _Round | None:
-        """The next round: which messages one summary would replace, or None (nothing may be
-        given up, or already under target)."""
-        counts = [counter.count(m) for m in messages]
-        over = sum(counts) - target
-        if over <= 0:
-            return None
-        t = parse(messages)
-        # Without a task anchor everything is history, but the newest steps are still what the
-        # model acts on next: they stay, as they would in the current task.
-        limit = len(messages)
-        if t.anchor is None and t.groups:
-            limit = t.groups[self._protected(t.groups)].start
-        # History, in pieces: a note on its own, and the raw groups of each turn.
-        pieces: list[Sequence[Group]] = []
-        protected = {t.groups[i].start for i in t.protected}
-        for whole in t.turns():
-            unit = tuple(g for g in whole if g.start < limit)
-            if not unit:
-                continue
-            head, rest = (unit[:1], unit[1:]) if unit[0].kind == "note" else ((), unit)
-            if head:
-                pieces.append(list(head))
-            # The task and pinned messages are never summarised: they split a turn, and an
-            # empty piece stands between the parts so that no run spans them.
-            part: list[Group] = []
-            for group in rest:
-                if group.start in protected:
-                    if part:
-                        pieces.append(part)
-                    pieces.append([])
-                    part = []
-                else:
-                    part.append(group)
-            if part:
-                pieces.append(part)
-        raw_runs = _raw_runs(pieces)
-        raw = self._worth(raw_runs, counts)
-        if not raw_runs:
-            combine = _note_run(pieces)
-        elif not raw and any(p and p[0].kind == "note" for p in pieces):
-            # What is left of old turns between summaries is too small to be worth a call of
-            # its own: combine it with the summaries around it rather than stop over target.
-            combine = _unbroken(pieces)
-        else:
-            combine = []
-        kept = protected
-        tiers = (
-            ("history", raw, 1),
-            ("history_summaries", combine, 2),
-            ("current", _raw_run(self._current_pieces(t)), 1),
-            # a protected message stands between as an empty piece: no run spans it
-            (
-                "current_summaries",
-                _note_run([[g] if g.start not in kept else [] for g in t.current]),
-                2,
-            ),
-        )
-        for region, runs, least in tiers:
-            if len(runs) < least:
-                continue
-            start, end = runs[0][0].start, runs[-1][-1].end
-            if sum(counts[start:end]) < self.min_tokens:
-                continue
-            n = self._shortest(runs, counts, over, least)
-            return _Round(region, start, runs[n - 1][-1].end, messages)
-        return None
-
-    def _current_pieces(self, t: Transcript) -> list[list[Group]]:
-        current = list(t.current)
-        steps = [i for i, g in enumerate(current) if g.kind != "note"]
-        protected = set(steps[-self.keep_steps :])
-        pinned = {t.groups[i].start for i in t.pinned}
-        return [
-            [g] if g.start not in pinned else []
-            for i, g in enumerate(current)
-            if i not in protected
-        ]
-
-    def _protected(self, groups: Sequence[Group]) -> int:
-        """Index of the first of the newest ``keep_steps`` steps of ``groups`` (0 if fewer)."""
-        seen = 0
-        for index in range(len(groups) - 1, -1, -1):
-            if groups[index].kind != "note":
-                seen += 1
-                if seen == self.keep_steps:
-                    return index
-        return 0
-
-    def _worth(
-        self, runs: Sequence[list[Sequence[Group]]], counts: Sequence[int]
-    ) -> list[Sequence[Group]]:
-        """The oldest of ``runs`` big enough to be worth a summariser call (else none)."""
-        for run in runs:
-            if sum(counts[run[0][0].start : run[-1][-1].end]) >= self.min_tokens:
-                return run
-        return []
-
-    # -- one round -----------------------------------------------------------------------------
-
-    def _summary_message(self, plan: _Round, answer: Any, counter: TokenCounter) -> Message:
-        if not isinstance(answer, str):
-            raise SummarizerError(
-                f"summariser {self.summarizer_name} answered {type(answer).__name__}, not text"
-            )
-        text = answer.strip()
-        if not text:
-            raise SummarizerError(f"summariser {self.summarizer_name} answered empty text")
-        replaced = plan.replaced
-        # Counted as the summariser was shown them (notes and summaries as what they stand
-        # for), so the header agrees with what the summary says it covers.
-        count = sum(stands_for(m) for m in replaced)
-        content = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
-        summary = mark(
-            Message("user", content),
-            strategy=self.name,
-            kind="summary",
-            replaces=replaced,
-            summarizer=self.summarizer_name,
-            region=plan.region,
-            stands_for=count,
-        )
-        before, after = counter.count_messages(replaced), counter.count(summary)
-        if after >= before:
-            raise SummarizerError(
-                f"summary ({after} tokens) is not smaller than the "
-                f"{plural(len(replaced), 'message')} it would replace ({before} tokens)"
-            )
-        return summary
-
-    def _report(
-        self,
-        transcript: str,
-        answer: Any,
-        started: float,
-        counter: TokenCounter,
-        error: BaseException | None,
-    ) -> None:
-        seconds = time.monotonic() - started
-        labels = current_labels()
-        input_tokens = counter.count_text(self.instructions) + counter.count_text(transcript)
-        output_tokens = counter.count_text(answer) if isinstance(answer, str) else 0
-        events.summarized.send(
-            self,
-            name=self.name,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
-            seconds=seconds,
-            ok=error is None,
-            error=error,
-            labels=labels,
-        )
-        if error is not None:
-            log.warning(
-                "summary.failed",
-                summarizer=self.summarizer_name,
-                error=repr(error),
-                seconds=seconds,
-                labels=dict(labels),
-            )
-            events.failed.send(self, name=self.name, error=error, stage="summarize", labels=labels)
-        else:
-            log.debug(
-                "summary.summarized",
-                summarizer=self.summarizer_name,
-                input_tokens=input_tokens,
-                output_tokens=output_tokens,
-                seconds=seconds,
-                labels=dict(labels),
-            )
+    # -- one run: the breaker's count and the answer -------------------------------------------
 
     def _settle(self, called: bool, good: tuple[Message, ...] | None) -> None:
         if good is not None:
@@ -495,55 +265,6 @@ class Summary(Strategy):
             return
         super()._failed(run, exc, stage)
 
-    def _source(self, replaced: Sequence[Message]) -> list[Message]:
-        """What the summariser reads for ``replaced``: each placeholder or cut message as the
-        original it stands for, when ``recall`` has it (a failing lookup keeps what is there:
-        a summary of a placeholder beats no summary)."""
-        if self.recall is None:
-            return list(replaced)
-        out: list[Message] = []
-        for message in replaced:
-            record = provenance(message)
-            refs = record.get("replaces") if record is not None else None
-            original = None
-            if record is not None and record.get("kind") in _RECALLED and refs and len(refs) == 1:
-                try:
-                    found = self.recall(str(refs[0]))
-                except Exception as exc:  # a lookup is a convenience, never a failure
-                    log.warning("summary.recall_failed", ref=refs[0], error=repr(exc))
-                    found = None
-                if isinstance(found, Message):
-                    original = found
-            out.append(original if original is not None else message)
-        return out
-
-    def _round_sync(
-        self, plan: _Round, counter: TokenCounter
-    ) -> tuple[Message | None, BaseException | None]:
-        transcript = render_transcript(self._source(plan.replaced))
-        started = time.monotonic()
-        answer: Any = None
-        try:
-            args = (transcript, self.instructions)
-            if self.timeout is None:
-                answer = self.summarizer(*args)
-            else:
-                what = f"summariser {self.summarizer_name}"
-                answer = call_with_deadline(self.summarizer, args, self.timeout, what)
-            if inspect.isawaitable(answer):
-                if inspect.iscoroutine(answer):
-                    answer.close()  # never awaited: close it so no warning leaks
-                answer = None
-                raise TypeError(
-                    f"summariser {self.summarizer_name} answered an awaitable; use acompact"
-                )
-            summary = self._summary_message(plan, answer, counter)
-        except Exception as exc:
-            self._report(transcript, answer, started, counter, exc)
-            return None, exc
-        self._report(transcript, answer, started, counter, None)
-        return summary, None
-
     # -- the rounds: async ---------------------------------------------------------------------
 
     async def arewrite(
@@ -560,97 +281,3 @@ class Summary(Strategy):
             current = good = plan.apply(summary)
         self._settle(called, good)
         return self._answer(good, error)
-
-    async def _ask(self, transcript: str) -> Any:
-        summarizer = self.summarizer
-        acall = getattr(summarizer, "acall", None)
-        if acall is not None and inspect.iscoroutinefunction(acall):
-            answer = await acall(transcript, self.instructions)
-        elif is_async_summarizer(summarizer):
-            answer = await summarizer(transcript, self.instructions)
-        else:
-            # A sync summariser may block on I/O: keep the event loop free meanwhile, in a
-            # daemon thread (not the loop's executor, which asyncio.run waits for on exit).
-            answer = await in_daemon_thread(summarizer, transcript, self.instructions)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        return answer
-
-    async def _round_async(
-        self, plan: _Round, counter: TokenCounter
-    ) -> tuple[Message | None, BaseException | None]:
-        transcript = render_transcript(self._source(plan.replaced))
-        started = time.monotonic()
-        answer: Any = None
-        try:
-            if self.timeout is None:
-                answer = await self._ask(transcript)
-            else:
-                what = f"summariser {self.summarizer_name}"
-                answer = await await_with_deadline(self._ask(transcript), self.timeout, what)
-            summary = self._summary_message(plan, answer, counter)
-        except Exception as exc:
-            self._report(transcript, answer, started, counter, exc)
-            return None, exc
-        self._report(transcript, answer, started, counter, None)
-        return summary, None
-
-
-def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
-    """The oldest contiguous run of pieces that are not notes."""
-    out: list[Sequence[Group]] = []
-    for piece in pieces:
-        if not piece:  # a protected message: no run spans it
-            if out:
-                break
-            continue
-        raw = piece[0].kind != "note"
-        if raw:
-            out.append(piece)
-        elif out:
-            break
-    return out
-
-
-def _unbroken(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
-    """The oldest run of pieces that no protected message breaks."""
-    out: list[Sequence[Group]] = []
-    for piece in pieces:
-        if piece:
-            out.append(piece)
-        elif out:
-            break
-    return out
-
-
-def _raw_runs(pieces: Sequence[Sequence[Group]]) -> list[list[Sequence[Group]]]:
-    """Every contiguous run of pieces that are not notes, oldest first."""
-    out: list[list[Sequence[Group]]] = []
-    run: list[Sequence[Group]] = []
-    for piece in pieces:
-        if not piece:  # a protected message: no run spans it
-            if run:
-                out.append(run)
-                run = []
-            continue
-        if piece[0].kind != "note":
-            run.append(piece)
-        elif run:
-            out.append(run)
-            run = []
-    if run:
-        out.append(run)
-    return out
-
-
-def _note_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
-    """The oldest contiguous run of notes, when it has two or more (else none)."""
-    out: list[Sequence[Group]] = []
-    for piece in pieces:
-        if piece and piece[0].kind == "note":
-            out.append(piece)
-        elif len(out) >= 2:
-            break
-        else:
-            out = []
-    return out if len(out) >= 2 else []

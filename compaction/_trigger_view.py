@@ -1,0 +1,170 @@
+"""The trigger's view of the agent's conversation: what the next request is, and its size.
+
+Kept apart from :mod:`compaction.trigger` so that following the agent's list stays readable on
+its own: which of the agent's messages are already mapped (and to what compacted view), when
+a list is a new conversation, and the estimate of the next request (anchored on the
+provider's usage when there is one). What to do about the estimate (run the ladder, back off,
+keep the answer) is the :class:`~compaction.trigger.Compactor`'s, which mixes
+:class:`_ConversationView` in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+
+from ._log import log
+from .messages import Message
+from .tokens import TokenCounter
+from .usage import usage_tokens
+
+
+@attrs.define(slots=True)
+class _Plan:
+    """One call in progress: what would be sent, how big, and whether to compact."""
+
+    messages: Sequence[Message]
+    request: Sequence[Message]
+    src_len: int
+    tokens: int  # local count of ``request`` (messages only)
+    since: int  # local count of what follows the anchored request
+    estimate: int
+    anchored: bool
+    compact: bool
+    target: int  # local tokens to compact the messages down to
+    labels: dict[str, Any]
+
+
+def _same(a: Message, b: Message) -> bool:
+    return a is b or a == b
+
+
+class _ConversationView:
+    """The conversation-following half of :class:`~compaction.trigger.Compactor` (a mixin)."""
+
+    # Set by Compactor.__init__ (validated there); declared here for the type checker.
+    counter: TokenCounter
+    window: int
+    threshold: int
+    target: int
+    tool_tokens: int
+    labels: dict[str, Any]
+
+    # -- state -------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget the conversation: the next call counts everything afresh."""
+        # The agent's messages[:_src_len] are represented by _view (None: by themselves).
+        self._src_len = 0
+        self._src_first: Message | None = None
+        self._src_last: Message | None = None
+        self._view: tuple[Message, ...] | None = None
+        self._view_tokens = 0
+        # Provider-reported input tokens of an earlier request, and the local count of what
+        # was appended after that request: together, the estimate of the next one.
+        self._has_sent = False
+        self._anchor: int | None = None
+        self._since = 0
+        # After an attempt that left the request at or over the mark (nothing to give, too
+        # little saved, or a failure), the ladder is not asked again until the conversation
+        # has grown by min_saving: asking on every call would pay for the same answer again.
+        self._retry_at = 0
+
+    @property
+    def compacted(self) -> bool:
+        """True when what is sent differs from the agent's list (a compaction was taken)."""
+        return self._view is not None
+
+    @property
+    def view(self) -> tuple[Message, ...] | None:
+        """The compacted form of what the agent's list held at the last call (None if never
+        compacted)."""
+        return self._view
+
+    def observe(self, usage: Any) -> None:
+        """Record the provider's reported input size for the request last returned.
+
+        The same as passing ``usage`` to the next :meth:`before_call`.
+        """
+        tokens = usage_tokens(usage)
+        if self._has_sent:
+            self._anchor, self._since = tokens, 0
+
+    def _reported(self, usage: Any) -> int | None:
+        # A usage without a readable input count (a server that sends nulls, or only totals)
+        # is no reason to end the turn: the estimate is then counted locally.
+        try:
+            return usage_tokens(usage)
+        except (TypeError, ValueError) as exc:
+            log.warning("trigger.usage_unreadable", error=str(exc), labels=self.labels)
+            return None
+
+    def _extends(self, messages: Sequence[Message], length: int, first: Any, last: Any) -> bool:
+        if length == 0:
+            return True
+        return (
+            len(messages) >= length
+            and _same(messages[0], first)
+            and _same(messages[length - 1], last)
+        )
+
+    def _plan(self, messages: Sequence[Message], usage: Any) -> _Plan:
+        if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
+            raise TypeError(
+                f"messages must be a sequence of Message, got {type(messages).__name__}"
+            )
+        reported = None if usage is None else self._reported(usage)
+        view = self._view
+        if self._extends(messages, self._src_len, self._src_first, self._src_last):
+            start = self._src_len
+        elif view is not None and self._extends(messages, len(view), view[0], view[-1]):
+            # The agent adopted the request we returned as its own list: map it to itself.
+            start = len(view)
+            self._view = view = None
+        else:
+            log.debug("trigger.restart", messages=len(messages), mapped=self._src_len)
+            # A usage reported now describes a request we no longer map: it cannot anchor.
+            self.reset()
+            view, start, reported = None, 0, None
+        if reported is not None and self._has_sent:
+            self._anchor, self._since = reported, 0
+        new = messages[start:]
+        for i, m in enumerate(new):
+            if not isinstance(m, Message):
+                raise TypeError(
+                    f"messages[{start + i}] must be a compaction.Message, got "
+                    f"{type(m).__name__}; convert provider dicts with compaction.adapters first"
+                )
+        new_tokens = self.counter.count_messages(new)
+        tokens = self._view_tokens + new_tokens
+        request: Sequence[Message] = messages if view is None else view + tuple(new)
+        since = self._since + new_tokens
+        # With an anchor: what the provider measured for an earlier request (tool schemas
+        # included), plus a local count of only what came after it.
+        anchored = self._anchor is not None
+        estimate = self._anchor + since if self._anchor is not None else tokens + self.tool_tokens
+        target = self.target
+        local = tokens + self.tool_tokens
+        if anchored and estimate > local > 0:
+            # The provider counts this conversation bigger than we do (another tokenizer,
+            # images, hidden prompt parts). The pipeline measures with the local counter, so
+            # aim lower by the same ratio, or it would stop short of what the provider sees.
+            scaled = math.floor((self.target + self.tool_tokens) * local / estimate)
+            target = max(min(target, scaled - self.tool_tokens), 1)
+        labels = {**self.labels, "context_size": estimate, "window": self.window}
+        return _Plan(
+            messages,
+            request,
+            len(messages),
+            tokens,
+            since,
+            estimate,
+            anchored,
+            # Over the window, a request cannot be sent at all: ask even while backing off.
+            estimate >= self.threshold and (estimate >= self._retry_at or estimate > self.window),
+            target,
+            labels,
+        )

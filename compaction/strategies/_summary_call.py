@@ -1,0 +1,207 @@
+"""Summary's rounds: calling the summariser for one planned stretch, and what comes of it.
+
+Kept apart from :mod:`compaction.strategies.summary` because this is the part that talks to
+a model: it renders what a round replaces (from the originals, when they can be recalled),
+calls the summariser sync or async under the deadline, checks the answer is a smaller
+summary, and reports every call (``summarized``, and ``failed`` on failure) as it happens.
+The strategy mixes :class:`_SummaryCalls` in; it is not a strategy of its own.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from .. import events
+from .._log import log
+from .._text import plural
+from ..messages import Message
+from ..strategy import current_labels
+from ..summarizers.base import (
+    SummarizerError,
+    is_async_summarizer,
+    render_transcript,
+    stands_for,
+    summarizer_name,
+)
+from ..summarizers.deadline import await_with_deadline, call_with_deadline, in_daemon_thread
+from ..tokens import TokenCounter
+from ..transcript import mark, provenance
+from ._summary_plan import _Round
+
+#: A recall source: the original message a recall id names, or None (``Session.recall``).
+Recall = Callable[[str], "Message | None"]
+#: The kinds of rewritten message summarised from their original when it can be recalled.
+_RECALLED = frozenset({"placeholder", "truncated"})
+
+
+class _SummaryCalls:
+    """The summariser-calling half of :class:`~compaction.strategies.summary.Summary` (a
+    mixin)."""
+
+    # Set by Summary (validated in its __init__); declared here for the type checker.
+    name: ClassVar[str]
+    summarizer: Any
+    instructions: str
+    timeout: float | None
+    recall: Recall | None
+
+    @property
+    def summarizer_name(self) -> str:
+        return summarizer_name(self.summarizer)
+
+    def _summary_message(self, plan: _Round, answer: Any, counter: TokenCounter) -> Message:
+        if not isinstance(answer, str):
+            raise SummarizerError(
+                f"summariser {self.summarizer_name} answered {type(answer).__name__}, not text"
+            )
+        text = answer.strip()
+        if not text:
+            raise SummarizerError(f"summariser {self.summarizer_name} answered empty text")
+        replaced = plan.replaced
+        # Counted as the summariser was shown them (notes and summaries as what they stand
+        # for), so the header agrees with what the summary says it covers.
+        count = sum(stands_for(m) for m in replaced)
+        content = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
+        summary = mark(
+            Message("user", content),
+            strategy=self.name,
+            kind="summary",
+            replaces=replaced,
+            summarizer=self.summarizer_name,
+            region=plan.region,
+            stands_for=count,
+        )
+        before, after = counter.count_messages(replaced), counter.count(summary)
+        if after >= before:
+            raise SummarizerError(
+                f"summary ({after} tokens) is not smaller than the "
+                f"{plural(len(replaced), 'message')} it would replace ({before} tokens)"
+            )
+        return summary
+
+    def _report(
+        self,
+        transcript: str,
+        answer: Any,
+        started: float,
+        counter: TokenCounter,
+        error: BaseException | None,
+    ) -> None:
+        seconds = time.monotonic() - started
+        labels = current_labels()
+        input_tokens = counter.count_text(self.instructions) + counter.count_text(transcript)
+        output_tokens = counter.count_text(answer) if isinstance(answer, str) else 0
+        events.summarized.send(
+            self,
+            name=self.name,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            seconds=seconds,
+            ok=error is None,
+            error=error,
+            labels=labels,
+        )
+        if error is not None:
+            log.warning(
+                "summary.failed",
+                summarizer=self.summarizer_name,
+                error=repr(error),
+                seconds=seconds,
+                labels=dict(labels),
+            )
+            events.failed.send(self, name=self.name, error=error, stage="summarize", labels=labels)
+        else:
+            log.debug(
+                "summary.summarized",
+                summarizer=self.summarizer_name,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                seconds=seconds,
+                labels=dict(labels),
+            )
+
+    def _source(self, replaced: Sequence[Message]) -> list[Message]:
+        """What the summariser reads for ``replaced``: each placeholder or cut message as the
+        original it stands for, when ``recall`` has it (a failing lookup keeps what is there:
+        a summary of a placeholder beats no summary)."""
+        if self.recall is None:
+            return list(replaced)
+        out: list[Message] = []
+        for message in replaced:
+            record = provenance(message)
+            refs = record.get("replaces") if record is not None else None
+            original = None
+            if record is not None and record.get("kind") in _RECALLED and refs and len(refs) == 1:
+                try:
+                    found = self.recall(str(refs[0]))
+                except Exception as exc:  # a lookup is a convenience, never a failure
+                    log.warning("summary.recall_failed", ref=refs[0], error=repr(exc))
+                    found = None
+                if isinstance(found, Message):
+                    original = found
+            out.append(original if original is not None else message)
+        return out
+
+    def _round_sync(
+        self, plan: _Round, counter: TokenCounter
+    ) -> tuple[Message | None, BaseException | None]:
+        transcript = render_transcript(self._source(plan.replaced))
+        started = time.monotonic()
+        answer: Any = None
+        try:
+            args = (transcript, self.instructions)
+            if self.timeout is None:
+                answer = self.summarizer(*args)
+            else:
+                what = f"summariser {self.summarizer_name}"
+                answer = call_with_deadline(self.summarizer, args, self.timeout, what)
+            if inspect.isawaitable(answer):
+                if inspect.iscoroutine(answer):
+                    answer.close()  # never awaited: close it so no warning leaks
+                answer = None
+                raise TypeError(
+                    f"summariser {self.summarizer_name} answered an awaitable; use acompact"
+                )
+            summary = self._summary_message(plan, answer, counter)
+        except Exception as exc:
+            self._report(transcript, answer, started, counter, exc)
+            return None, exc
+        self._report(transcript, answer, started, counter, None)
+        return summary, None
+
+    async def _ask(self, transcript: str) -> Any:
+        summarizer = self.summarizer
+        acall = getattr(summarizer, "acall", None)
+        if acall is not None and inspect.iscoroutinefunction(acall):
+            answer = await acall(transcript, self.instructions)
+        elif is_async_summarizer(summarizer):
+            answer = await summarizer(transcript, self.instructions)
+        else:
+            # A sync summariser may block on I/O: keep the event loop free meanwhile, in a
+            # daemon thread (not the loop's executor, which asyncio.run waits for on exit).
+            answer = await in_daemon_thread(summarizer, transcript, self.instructions)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        return answer
+
+    async def _round_async(
+        self, plan: _Round, counter: TokenCounter
+    ) -> tuple[Message | None, BaseException | None]:
+        transcript = render_transcript(self._source(plan.replaced))
+        started = time.monotonic()
+        answer: Any = None
+        try:
+            if self.timeout is None:
+                answer = await self._ask(transcript)
+            else:
+                what = f"summariser {self.summarizer_name}"
+                answer = await await_with_deadline(self._ask(transcript), self.timeout, what)
+            summary = self._summary_message(plan, answer, counter)
+        except Exception as exc:
+            self._report(transcript, answer, started, counter, exc)
+            return None, exc
+        self._report(transcript, answer, started, counter, None)
+        return summary, None

@@ -1,0 +1,222 @@
+"""Summary's round planning: which stretch of the conversation the next round gives up.
+
+Kept apart from :mod:`compaction.strategies.summary` because planning never calls the
+summariser: it reads the conversation's structure (turns, task, protected messages) and the
+token counts, and answers the shortest stretch whose summary would reach target. The strategy
+mixes :class:`_RoundPlanner` in; it is not a strategy of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from ..messages import Message
+from ..tokens import TokenCounter
+from ..transcript import Group, Transcript, parse
+
+#: Tokens a summary costs whatever it summarises (its header and section titles).
+_SUMMARY_OVERHEAD = 32
+
+
+@attrs.frozen
+class _Round:
+    """One planned replacement: ``messages[start:end]`` becomes one summary."""
+
+    region: str
+    start: int
+    end: int
+    messages: tuple[Message, ...]
+
+    @property
+    def replaced(self) -> tuple[Message, ...]:
+        return self.messages[self.start : self.end]
+
+    def apply(self, summary: Message) -> tuple[Message, ...]:
+        return (*self.messages[: self.start], summary, *self.messages[self.end :])
+
+
+class _RoundPlanner:
+    """The planning half of :class:`~compaction.strategies.summary.Summary` (a mixin)."""
+
+    # Set by Summary.__init__ (validated there); declared here for the type checker.
+    keep_steps: int
+    summary_tokens: int
+    min_tokens: int
+
+    def _expected(self, tokens: int) -> int:
+        return min(self.summary_tokens, tokens // 4) + _SUMMARY_OVERHEAD
+
+    def _shortest(
+        self, runs: Sequence[Sequence[Group]], counts: Sequence[int], over: int, least: int
+    ) -> int:
+        """How many of ``runs`` (oldest first) to give up: the fewest (at least ``least``)
+        whose replacement by a summary of the expected size saves ``over`` tokens; all of
+        them when none would."""
+        total = 0
+        for n, run in enumerate(runs, 1):
+            total += sum(counts[run[0].start : run[-1].end])
+            if n >= least and total >= self.min_tokens and total - self._expected(total) >= over:
+                return n
+        return len(runs)
+
+    def _plan(
+        self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
+    ) -> _Round | None:
+        """The next round: which messages one summary would replace, or None (nothing may be
+        given up, or already under target)."""
+        counts = [counter.count(m) for m in messages]
+        over = sum(counts) - target
+        if over <= 0:
+            return None
+        t = parse(messages)
+        # Without a task anchor everything is history, but the newest steps are still what the
+        # model acts on next: they stay, as they would in the current task.
+        limit = len(messages)
+        if t.anchor is None and t.groups:
+            limit = t.groups[self._protected(t.groups)].start
+        # History, in pieces: a note on its own, and the raw groups of each turn.
+        pieces: list[Sequence[Group]] = []
+        protected = {t.groups[i].start for i in t.protected}
+        for whole in t.turns():
+            unit = tuple(g for g in whole if g.start < limit)
+            if not unit:
+                continue
+            head, rest = (unit[:1], unit[1:]) if unit[0].kind == "note" else ((), unit)
+            if head:
+                pieces.append(list(head))
+            # The task and pinned messages are never summarised: they split a turn, and an
+            # empty piece stands between the parts so that no run spans them.
+            part: list[Group] = []
+            for group in rest:
+                if group.start in protected:
+                    if part:
+                        pieces.append(part)
+                    pieces.append([])
+                    part = []
+                else:
+                    part.append(group)
+            if part:
+                pieces.append(part)
+        raw_runs = _raw_runs(pieces)
+        raw = self._worth(raw_runs, counts)
+        if not raw_runs:
+            combine = _note_run(pieces)
+        elif not raw and any(p and p[0].kind == "note" for p in pieces):
+            # What is left of old turns between summaries is too small to be worth a call of
+            # its own: combine it with the summaries around it rather than stop over target.
+            combine = _unbroken(pieces)
+        else:
+            combine = []
+        kept = protected
+        tiers = (
+            ("history", raw, 1),
+            ("history_summaries", combine, 2),
+            ("current", _raw_run(self._current_pieces(t)), 1),
+            # a protected message stands between as an empty piece: no run spans it
+            (
+                "current_summaries",
+                _note_run([[g] if g.start not in kept else [] for g in t.current]),
+                2,
+            ),
+        )
+        for region, runs, least in tiers:
+            if len(runs) < least:
+                continue
+            start, end = runs[0][0].start, runs[-1][-1].end
+            if sum(counts[start:end]) < self.min_tokens:
+                continue
+            n = self._shortest(runs, counts, over, least)
+            return _Round(region, start, runs[n - 1][-1].end, messages)
+        return None
+
+    def _current_pieces(self, t: Transcript) -> list[list[Group]]:
+        current = list(t.current)
+        steps = [i for i, g in enumerate(current) if g.kind != "note"]
+        protected = set(steps[-self.keep_steps :])
+        pinned = {t.groups[i].start for i in t.pinned}
+        return [
+            [g] if g.start not in pinned else []
+            for i, g in enumerate(current)
+            if i not in protected
+        ]
+
+    def _protected(self, groups: Sequence[Group]) -> int:
+        """Index of the first of the newest ``keep_steps`` steps of ``groups`` (0 if fewer)."""
+        seen = 0
+        for index in range(len(groups) - 1, -1, -1):
+            if groups[index].kind != "note":
+                seen += 1
+                if seen == self.keep_steps:
+                    return index
+        return 0
+
+    def _worth(
+        self, runs: Sequence[list[Sequence[Group]]], counts: Sequence[int]
+    ) -> list[Sequence[Group]]:
+        """The oldest of ``runs`` big enough to be worth a summariser call (else none)."""
+        for run in runs:
+            if sum(counts[run[0][0].start : run[-1][-1].end]) >= self.min_tokens:
+                return run
+        return []
+
+
+def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
+    """The oldest contiguous run of pieces that are not notes."""
+    out: list[Sequence[Group]] = []
+    for piece in pieces:
+        if not piece:  # a protected message: no run spans it
+            if out:
+                break
+            continue
+        raw = piece[0].kind != "note"
+        if raw:
+            out.append(piece)
+        elif out:
+            break
+    return out
+
+
+def _unbroken(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
+    """The oldest run of pieces that no protected message breaks."""
+    out: list[Sequence[Group]] = []
+    for piece in pieces:
+        if piece:
+            out.append(piece)
+        elif out:
+            break
+    return out
+
+
+def _raw_runs(pieces: Sequence[Sequence[Group]]) -> list[list[Sequence[Group]]]:
+    """Every contiguous run of pieces that are not notes, oldest first."""
+    out: list[list[Sequence[Group]]] = []
+    run: list[Sequence[Group]] = []
+    for piece in pieces:
+        if not piece:  # a protected message: no run spans it
+            if run:
+                out.append(run)
+                run = []
+            continue
+        if piece[0].kind != "note":
+            run.append(piece)
+        elif run:
+            out.append(run)
+            run = []
+    if run:
+        out.append(run)
+    return out
+
+
+def _note_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
+    """The oldest contiguous run of notes, when it has two or more (else none)."""
+    out: list[Sequence[Group]] = []
+    for piece in pieces:
+        if piece and piece[0].kind == "note":
+            out.append(piece)
+        elif len(out) >= 2:
+            break
+        else:
+            out = []
+    return out if len(out) >= 2 else []
