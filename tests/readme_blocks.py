@@ -6,6 +6,9 @@ Conventions (for anyone adding a README section):
   with the blocks before it (like a notebook: a later block may use ``messages`` or
   ``pipeline`` from an earlier one). Top-level ``await`` works. Its stdout must be empty unless
   the block is followed directly by a ```` ```text ```` block, which is then its exact output;
+- a python block that names a ``postgresql://`` URL is self-contained and runs on its own
+  (not in the shared namespace), against a fresh database on the tests' throwaway PostgreSQL
+  server named by ``$COMPACTION_SESSIONS_URL``, twice (a second run must print the same);
 - a ```` ```console ```` block holds ``$ command`` lines, each followed by the output it prints
   (stdout and stderr, in order). The command runs in ``bash`` in a scratch directory holding the
   bundled example (``compaction/examples/...``), with the installed ``compaction`` on ``PATH``.

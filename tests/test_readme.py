@@ -22,6 +22,10 @@ README = ROOT / "README.md"
 EXAMPLE = ROOT / "compaction" / "examples" / "agent_session.json"
 BLOCKS = parse(README)
 PYTHON = [b for b in BLOCKS if b.lang == "python"]
+#: Python blocks that name a PostgreSQL URL: each runs on its own (they are self-contained)
+#: against a fresh database on the test server, so that server starts only when one is run.
+POSTGRES = [b for b in PYTHON if "postgresql://" in b.code and b.skip is None]
+OFFLINE = [b for b in PYTHON if b not in POSTGRES]
 CONSOLE = [b for b in BLOCKS if b.lang == "console"]
 SHELL = [b for b in BLOCKS if b.lang in ("sh", "bash", "shell")]
 #: Blocks that are data or pictures, not examples to run.
@@ -30,6 +34,8 @@ DATA = {"", "text", "toml", "json", "jsonl"}
 
 def _env(scratch: Path) -> dict[str, str]:
     env = dict(os.environ)
+    # The examples use the file store under ``scratch`` unless a test names a database.
+    env.pop("COMPACTION_SESSIONS_URL", None)
     env.update(
         COMPACTION_SESSIONS_DIR=str(scratch / "sessions"),
         COMPACTION_PLAIN="1",
@@ -53,20 +59,25 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def python_results(scratch: Path) -> dict[str, dict]:
-    job = [{"id": b.id, "code": b.code} for b in PYTHON if b.skip is None]
+def _run_python(blocks: list[Block], scratch: Path, env: dict[str, str]) -> dict[str, dict]:
+    """Run ``blocks`` in order in one namespace (tests/readme_runner.py): their results by id."""
+    job = [{"id": b.id, "code": b.code} for b in blocks]
     done = subprocess.run(
         [sys.executable, str(ROOT / "tests" / "readme_runner.py")],
         input=json.dumps(job),
         capture_output=True,
         text=True,
         cwd=scratch,
-        env=_env(scratch),
+        env=env,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return dict(json.loads(done.stdout))
+
+
+@pytest.fixture(scope="module")
+def python_results(scratch: Path) -> dict[str, dict]:
+    return _run_python([b for b in OFFLINE if b.skip is None], scratch, _env(scratch))
 
 
 def test_the_readme_has_examples_to_run() -> None:
@@ -82,13 +93,34 @@ def test_every_block_is_run_or_marked() -> None:
         assert block.skip, f"{block.id}: run it in the tests, or mark it <!-- not-executed: -->"
 
 
-@pytest.mark.parametrize("block", PYTHON, ids=lambda b: b.id)
+@pytest.mark.parametrize("block", OFFLINE, ids=lambda b: b.id)
 def test_python_block(block: Block, python_results: dict[str, dict]) -> None:
     if block.skip:
         pytest.skip(f"{block.id} not executed: {block.skip}")
     result = python_results[block.id]
     assert result["ok"], f"{block.id} raised:\n{result['error']}"
     assert result["stdout"] == (block.output or ""), f"{block.id} printed other output"
+
+
+def test_the_postgres_example_is_found() -> None:
+    assert POSTGRES, "no README python block names a postgresql:// URL any more"
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("block", POSTGRES, ids=lambda b: b.id)
+def test_python_block_on_postgres(block: Block, scratch: Path, postgres_url: str) -> None:
+    # As a reader runs it: $COMPACTION_SESSIONS_URL names the server. Twice on one database,
+    # because the example must leave nothing behind that changes a second run.
+    env = {**_env(scratch), "COMPACTION_SESSIONS_URL": postgres_url}
+    for run in ("first", "second"):
+        result = _run_python([block], scratch, env)[block.id]
+        assert result["ok"], f"{block.id} raised on the {run} run:\n{result['error']}"
+        assert result["stdout"] == (block.output or ""), f"{block.id} printed other output"
+    assert block.output, f"{block.id}: state its output in a following ```text block"
+    from compaction.sessions import SessionStore
+
+    with SessionStore.from_url(postgres_url) as store:
+        assert store.list() == [], f"{block.id} left sessions behind"
 
 
 # -- console examples -------------------------------------------------------------------------
