@@ -38,7 +38,7 @@ _LAZY = {
     "Truncate": "compaction.strategies.truncate",
     "Summary": "compaction.strategies.summary",
     "Fit": "compaction.strategies.fit",
-    "default_pipeline": "compaction.trigger",
+    "default_pipeline": "compaction.ladder",
     "ExtractiveSummarizer": "compaction.summarizers",
     "OpenAIChatSummarizer": "compaction.summarizers",
     "Compactor": "compaction.trigger",
@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from .adapters.anthropic import from_anthropic, to_anthropic
     from .adapters.openai import from_openai, to_openai
     from .formats import FormatError, load
+    from .ladder import default_pipeline
     from .loop import TurnLoop, chain
     from .replay import ReplayRecord, ReplayTotals
     from .sessions import Session, SessionStore
@@ -70,7 +71,7 @@ if TYPE_CHECKING:
     from .strategies.tool_results import ToolResults
     from .strategies.truncate import Truncate
     from .summarizers import ExtractiveSummarizer, OpenAIChatSummarizer
-    from .trigger import Compactor, default_pipeline
+    from .trigger import Compactor
 
 
 # Seed-spec names for our classes (seed 000 calls the sliding window SlidingWindowStrategy).
