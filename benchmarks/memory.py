@@ -8,7 +8,7 @@ the conversation does not hide it; memory the process freed before is reused, so
 lower bound). It is a separate pass from the
 timed runs, so neither spoils the other.
 
-Run by :func:`benchmarks.suites.scaling` as
+Run by :func:`benchmarks.scaling.scaling` as
 ``python -m benchmarks.memory N floor|ladder TOKENS``;
 prints one JSON object.
 """

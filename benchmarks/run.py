@@ -74,11 +74,18 @@ class Suite:
 
 #: Every suite, in the order they run and appear in RESULTS.md. One line per suite.
 SUITES: Final = (
-    Suite("cold", "benchmarks.suites", "cold_suite", "benchmarks.report:cold"),
-    Suite("warm", "benchmarks.suites", "warm_suite", "benchmarks.report:warm"),
+    Suite("cold", "benchmarks.cold_warm", "cold_suite", "benchmarks.cold_warm_report:cold"),
+    Suite("warm", "benchmarks.cold_warm", "warm_suite", "benchmarks.cold_warm_report:warm"),
     Suite("scaling", "benchmarks.scaling"),
-    Suite("peers", "benchmarks.suites", "peers_suite", "benchmarks.report:peers"),
-    Suite("economics", "benchmarks.suites", "economics_suite", "benchmarks.report:economics"),
+    Suite(
+        "peers", "benchmarks.side_by_side", "peers_suite", "benchmarks.side_by_side_report:peers"
+    ),
+    Suite(
+        "economics",
+        "benchmarks.economics",
+        "economics_suite",
+        "benchmarks.economics_report:economics",
+    ),
     Suite("quality", "benchmarks.quality", "suite", "benchmarks.quality_report:markdown"),
     Suite("frameworks", "benchmarks.frameworks", "suite", "section"),
     Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
