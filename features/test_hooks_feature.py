@@ -7,7 +7,7 @@ import json
 import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from compaction import ApproximateCounter, CompactionPipeline, Message, Strategy, ToolCall
+from compaction import ApproximateCounter, CompactionPipeline, Strategy, ToolCall
 from compaction.loop import Deny, TurnLoop
 from compaction.messages import assistant
 from tests import ladder_support
@@ -45,23 +45,6 @@ def _layers(names: str) -> list[str]:
 
 
 # -- the ladder ------------------------------------------------------------------------------------
-
-
-@given(
-    parsers.parse(
-        "a conversation of {turns:d} turns of {size:d} tokens each "
-        "after a {sys:d}-token system prompt"
-    )
-)
-def conversation(world, turns, size, sys):
-    msgs = [Message("system", "system prompt", tokens=sys)]
-    for i in range(turns):
-        msgs.append(Message("user", f"task {i}", tokens=size // 4))
-        msgs.append(
-            Message("assistant", "", tool_calls=(ToolCall(f"c{i}", "bash"),), tokens=size // 4)
-        )
-        msgs.append(Message("tool", f"out {i}", tool_call_id=f"c{i}", tokens=size // 2))
-    world["messages"] = msgs
 
 
 def _pipeline(strict: bool = False) -> CompactionPipeline:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
-from compaction import ApproximateCounter, CompactionPipeline, Message, ToolCall, events, validate
+from compaction import ApproximateCounter, CompactionPipeline, events, validate
 from tests import ladder_support
 
 scenarios("ladder.feature")
@@ -50,23 +50,6 @@ def world():
     yield state
     for sig, fn in receivers:
         sig.disconnect(fn)
-
-
-@given(
-    parsers.parse(
-        "a conversation of {turns:d} turns of {size:d} tokens each "
-        "after a {sys:d}-token system prompt"
-    )
-)
-def conversation(world, turns, size, sys):
-    msgs = [Message("system", "system prompt", tokens=sys)]
-    for i in range(turns):
-        msgs.append(Message("user", f"task {i}", tokens=size // 4))
-        msgs.append(
-            Message("assistant", "", tool_calls=(ToolCall(f"c{i}", "bash"),), tokens=size // 4)
-        )
-        msgs.append(Message("tool", f"out {i}", tool_call_id=f"c{i}", tokens=size // 2))
-    world["messages"] = msgs
 
 
 def _build(world, names, terminal=None, strict=False):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from compaction import Message, Strategy
+from compaction import Message, Strategy, ToolCall
 from compaction.tokens import TokenCounter
 from compaction.transcript import parse
 
@@ -120,3 +120,17 @@ class AsyncToTarget(ToTarget):
 
 def sizes(messages: Sequence[Message]) -> list[int]:
     return [len(m.content) for m in messages]
+
+
+def irreducible_tokens(messages: Sequence[Message], counter: TokenCounter) -> int:
+    """What no cut can shorten: the non-system messages' envelopes, tool-call ids and names."""
+    bare = [
+        m.replace(
+            content="",
+            tool_calls=tuple(ToolCall(c.id, c.name, "{}") for c in m.tool_calls),
+            tokens=None,
+        )
+        for m in messages
+        if m.role != "system"
+    ]
+    return counter.count_messages(bare)

@@ -35,6 +35,7 @@ from compaction.transcript import message_ref, parse, provenance
 from compaction.trigger import Compactor, default_pipeline
 
 from .conftest import TRANSCRIPTS, transcript_files
+from .ladder_support import irreducible_tokens
 
 pytestmark = pytest.mark.transcripts
 
@@ -95,20 +96,6 @@ def _task_in(task: Message, out: Sequence[Message]) -> str:
     return "missing"
 
 
-def _shape(messages: Sequence[Message], counter) -> int:
-    """What no cut can shorten: the non-system messages' envelopes, tool-call ids and names."""
-    bare = [
-        m.replace(
-            content="",
-            tool_calls=tuple(ToolCall(c.id, c.name, "{}") for c in m.tool_calls),
-            tokens=None,
-        )
-        for m in messages
-        if m.role != "system"
-    ]
-    return counter.count_messages(bare)
-
-
 def test_the_task_is_kept_and_every_result_fits(transcripts, default_results, counter):
     problems = []
     for (name, fraction), (target, result) in default_results.items():
@@ -123,7 +110,11 @@ def test_the_task_is_kept_and_every_result_fits(transcripts, default_results, co
             small = counter.count(task) <= 0.3 * target and system <= target // 2
             if found == "missing" or (small and found != "verbatim"):
                 problems.append((name, fraction, "task", found))
-        if system <= target // 2 and _shape(out, counter) <= target // 4 and not result.fits:
+        if (
+            system <= target // 2
+            and irreducible_tokens(out, counter) <= target // 4
+            and not result.fits
+        ):
             problems.append((name, fraction, "over", result.after, target))
     assert problems == []
     # every transcript has a task the readers recognise

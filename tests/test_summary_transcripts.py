@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 
-from compaction import CompactionPipeline, ToolCall, validate
+from compaction import CompactionPipeline, validate
 from compaction.strategies.summary import Summary
 from compaction.summarizers import ExtractiveSummarizer
 from compaction.tokens import ApproximateCounter
 from compaction.transcript import is_note, message_ref, parse, provenance
 
 from .conftest import transcript_files
+from .ladder_support import irreducible_tokens
 
 pytestmark = pytest.mark.transcripts
 
@@ -97,26 +98,12 @@ def test_free_ladder_then_summary_then_the_last_resort_reaches_a_quarter(path):
     result = pipeline.compact(messages, target=target, counter=counter)
     validate(result.messages)
     assert _task_kept(messages, result.messages, target, counter)
-    if _shape(result.messages, counter) <= target // 4:
+    if irreducible_tokens(result.messages, counter) <= target // 4:
         assert result.fits, (result.after, target)
     else:
         # Only the envelopes, tool-call ids and names (which no cut can shorten) are left
         # over: claude-code/short.jsonl, 5 messages and two tool calls, at a quarter.
         assert result.after < before
-
-
-def _shape(messages, counter) -> int:
-    """What no cut can shorten: each message's envelope, tool-call ids and names."""
-    bare = [
-        m.replace(
-            content="",
-            tool_calls=tuple(ToolCall(c.id, c.name, "{}") for c in m.tool_calls),
-            tokens=None,
-        )
-        for m in messages
-        if m.role != "system"
-    ]
-    return counter.count_messages(bare)
 
 
 def _task_kept(original, out, target, counter) -> bool:

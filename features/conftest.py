@@ -1,0 +1,24 @@
+"""Steps shared by several feature files (pytest-bdd finds step fixtures in conftest)."""
+
+from __future__ import annotations
+
+from pytest_bdd import given, parsers
+
+from compaction import Message, ToolCall
+
+
+@given(
+    parsers.parse(
+        "a conversation of {turns:d} turns of {size:d} tokens each "
+        "after a {sys:d}-token system prompt"
+    )
+)
+def conversation(world, turns, size, sys):
+    msgs = [Message("system", "system prompt", tokens=sys)]
+    for i in range(turns):
+        msgs.append(Message("user", f"task {i}", tokens=size // 4))
+        msgs.append(
+            Message("assistant", "", tool_calls=(ToolCall(f"c{i}", "bash"),), tokens=size // 4)
+        )
+        msgs.append(Message("tool", f"out {i}", tool_call_id=f"c{i}", tokens=size // 2))
+    world["messages"] = msgs
