@@ -116,6 +116,16 @@ def cut_middle(
     return None
 
 
+def original_chars(message: Message) -> int:
+    """How long the original text of ``message`` was: a message cut again (a tighter limit
+    later) still tells the size of the text before the first cut."""
+    record = provenance(message)
+    if record is not None and record.get("kind") == "truncated":
+        original: int = record.get("original_chars", len(message.content))
+        return original
+    return len(message.content)
+
+
 def cut_message(
     message: Message, keep: int, counter: TokenCounter, *, strategy: str, least: int = 0
 ) -> Message | None:
@@ -139,11 +149,7 @@ def cut_message(
     text = cut_middle(message.content, want, ref, counter, tokens=known)
     if text is None:
         return None
-    original = (
-        record.get("original_chars", len(message.content))
-        if record is not None and record.get("kind") == "truncated"
-        else len(message.content)
-    )
+    original = original_chars(message)
     return mark(
         message.replace(content=text),
         strategy=strategy,

@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Final
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..trace import CUT_MARKER, cut_middle
+from ..trace import CUT_MARKER, cut_middle, original_chars
 from ..transcript import mark, message_ref, parse, provenance
 from ..validate import validate
 
@@ -125,12 +125,7 @@ class Fit(Strategy):
             new = new.replace(tool_calls=tuple(calls))
         if new is message:
             return None
-        record = provenance(message)
-        original = (
-            record.get("original_chars", len(message.content))
-            if record is not None and record.get("kind") == "truncated"
-            else len(message.content)
-        )
+        original = original_chars(message)
         out = mark(
             new,
             strategy=self.name,

@@ -26,6 +26,7 @@ from ..checks import check_format
 from ..messages import ROLES, Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import ApproximateCounter, TokenCounter
+from ..trace import original_chars
 from ..transcript import is_note, mark, parse, provenance
 from ..validate import validate
 
@@ -223,13 +224,8 @@ class Truncate(Strategy):
             kept = self._fit_tokens(message, counter)
         if kept is None:
             return None
-        record = provenance(message)
         # Cut twice (a tighter limit later): the record still tells the original size.
-        original = (
-            record.get("original_chars", len(message.content))
-            if record is not None and record.get("kind") == "truncated"
-            else len(message.content)
-        )
+        original = original_chars(message)
         return mark(
             message.replace(content=self._cut(message.content, kept)),
             strategy=self.name,
