@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_bdd import given, parsers
+from pytest_bdd import given, parsers, when
 
 from compaction import Message, ToolCall
 
@@ -22,3 +22,16 @@ def conversation(world, turns, size, sys):
         )
         msgs.append(Message("tool", f"out {i}", tool_call_id=f"c{i}", tokens=size // 2))
     world["messages"] = msgs
+
+
+@when(parsers.parse("I compact to {target:d} tokens expecting an error"))
+def compact_error(world, target):
+    try:
+        world["pipeline"].compact(world["messages"], target=target)
+    except Exception as exc:
+        world["error"] = exc
+
+
+@when(parsers.parse("I compact to {target:d} tokens"))
+def compact(world, target):
+    world["result"] = world["pipeline"].compact(world["messages"], target=target)

@@ -78,19 +78,6 @@ def strict_unfinished(world):
     world["pipeline"] = _pipeline(strict=True).use(Unfinished())
 
 
-@when(parsers.parse("I compact to {target:d} tokens expecting an error"))
-def compact_error(world, target):
-    try:
-        world["pipeline"].compact(world["messages"], target=target)
-    except Exception as exc:
-        world["error"] = exc
-
-
-@when(parsers.parse("I compact to {target:d} tokens"))
-def compact(world, target):
-    world["result"] = world["pipeline"].compact(world["messages"], target=target)
-
-
 @when(parsers.parse('I define a strategy class "{name}" without a name'))
 def define_nameless(world, name):
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pytest_bdd import given, parsers, scenarios, then, when
+from pytest_bdd import given, parsers, scenarios, then
 
 from compaction import ApproximateCounter, CompactionPipeline, events, validate
 from tests import ladder_support
@@ -77,19 +77,6 @@ def ladder(world, names):
 @given(parsers.parse('a strict ladder: "{names}"'))
 def strict_ladder(world, names):
     _build(world, names, strict=True)
-
-
-@when(parsers.parse("I compact to {target:d} tokens expecting an error"))
-def compact_error(world, target):
-    try:
-        world["pipeline"].compact(world["messages"], target=target)
-    except Exception as exc:
-        world["error"] = exc
-
-
-@when(parsers.parse("I compact to {target:d} tokens"))
-def compact(world, target):
-    world["result"] = world["pipeline"].compact(world["messages"], target=target)
 
 
 @then(parsers.parse('"{name}" was asked {times:d} time'))

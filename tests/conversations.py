@@ -59,3 +59,17 @@ def conversations(draw, *, max_turns: int = 5, max_steps: int = 4) -> list[Messa
     for _ in range(draw(st.integers(0, max_turns))):
         out.extend(draw(turns(max_steps=max_steps)))
     return out
+
+
+def coding_conversation() -> list[Message]:
+    """A fixed coding session: a system prompt, then three requests of two bash steps each
+    (600-character texts), for tests that need a real summariser to be called."""
+    msgs = [Message("system", "You are a coding agent.")]
+    for t in range(3):
+        msgs.append(Message("user", f"task {t} on src/m{t}.py " + "u" * 600))
+        for s in range(2):
+            cid = f"t{t}s{s}"
+            call = ToolCall(cid, "bash", {"command": f"cat src/m{t}_{s}.py"})
+            msgs.append(Message("assistant", "", tool_calls=(call,)))
+            msgs.append(Message("tool", "o" * 600, tool_call_id=cid, name="bash"))
+    return msgs

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from compaction import CompactionPipeline, ToolCall
-from compaction.messages import assistant, system, tool, user
+from compaction.messages import assistant, tool, user
 from compaction.strategies.summary import Summary
 from compaction.summarizers import (
     INSTRUCTIONS,
@@ -20,6 +20,7 @@ from compaction.tokens import ApproximateCounter
 from compaction.transcript import mark, provenance
 
 from .chat_server import ChatServer
+from .conversations import coding_conversation
 
 COUNTER = ApproximateCounter()
 
@@ -163,22 +164,9 @@ def server(monkeypatch):
         yield running
 
 
-def conversation():
-    msgs = [system("You are a coding agent.")]
-    for t in range(3):
-        msgs += [user(f"task {t} on src/m{t}.py " + "u" * 600)]
-        for s in range(2):
-            cid = f"t{t}s{s}"
-            msgs += [
-                assistant("", [ToolCall(cid, "bash", {"command": f"cat src/m{t}_{s}.py"})]),
-                tool(cid, "o" * 600, name="bash"),
-            ]
-    return msgs
-
-
 def test_openai_summary_round_trip_and_the_request_sent(server):
     client = OpenAIChatSummarizer("local-model", base_url=server.base_url, max_tokens=300)
-    msgs = conversation()
+    msgs = coding_conversation()
     result = CompactionPipeline().run(Summary(client)).compact(msgs, target=800, counter=COUNTER)
     assert result.changed
     assert result.messages[1] == msgs[1]  # the original task is never summarised
@@ -205,7 +193,7 @@ def test_openai_async_path_uses_the_async_client(server):
             return await (
                 CompactionPipeline()
                 .run(Summary(client))
-                .acompact(conversation(), target=800, counter=COUNTER)
+                .acompact(coding_conversation(), target=800, counter=COUNTER)
             )
         finally:
             await client.aclose()
@@ -219,7 +207,7 @@ def test_openai_http_errors_fail_the_round_and_keep_the_conversation(server, sta
     server.mode, server.status = "error", status
     client = OpenAIChatSummarizer("m", base_url=server.base_url)
     strategy = Summary(client)
-    msgs = conversation()
+    msgs = coding_conversation()
     result = CompactionPipeline().run(strategy).compact(msgs, target=800, counter=COUNTER)
     assert result.messages == tuple(msgs)
     assert strategy.failures == 1
@@ -230,7 +218,7 @@ def test_openai_http_errors_fail_the_round_and_keep_the_conversation(server, sta
 def test_openai_empty_answer_fails_the_round(server, mode):
     server.mode = mode
     strategy = Summary(OpenAIChatSummarizer("m", base_url=server.base_url))
-    msgs = conversation()
+    msgs = coding_conversation()
     result = CompactionPipeline().run(strategy).compact(msgs, target=800, counter=COUNTER)
     assert result.messages == tuple(msgs)
     assert strategy.failures == 1
@@ -239,7 +227,7 @@ def test_openai_empty_answer_fails_the_round(server, mode):
 def test_openai_slow_answer_times_out_by_the_client_timeout(server):
     server.mode, server.delay = "slow", 30
     strategy = Summary(OpenAIChatSummarizer("m", base_url=server.base_url, timeout=0.2))
-    msgs = conversation()
+    msgs = coding_conversation()
     result = CompactionPipeline().run(strategy).compact(msgs, target=800, counter=COUNTER)
     assert result.messages == tuple(msgs)
     assert strategy.failures == 1
@@ -248,7 +236,7 @@ def test_openai_slow_answer_times_out_by_the_client_timeout(server):
 def test_openai_slow_answer_times_out_by_the_summary_timeout_async(server):
     server.mode, server.delay = "slow", 30
     strategy = Summary(OpenAIChatSummarizer("m", base_url=server.base_url), timeout=0.2)
-    msgs = conversation()
+    msgs = coding_conversation()
     result = asyncio.run(
         CompactionPipeline().run(strategy).acompact(msgs, target=800, counter=COUNTER)
     )

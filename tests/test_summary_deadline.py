@@ -16,12 +16,13 @@ import tracemalloc
 import pytest
 
 from compaction import CompactionPipeline, events
-from compaction.messages import ToolCall, assistant, system, tool, user
+from compaction.messages import user
 from compaction.strategies.summary import Summary
 from compaction.summarizers import INSTRUCTIONS, SummarizerError
 from compaction.tokens import ApproximateCounter
 
 from .chat_server import ChatServer
+from .conversations import coding_conversation
 
 openai = pytest.importorskip("openai")
 from compaction.summarizers import OpenAIChatSummarizer  # noqa: E402
@@ -43,16 +44,8 @@ def server(monkeypatch):
 def conversation():
     # The original task comes first and is never summarised (the protection policy); the turns
     # after it are what a summary may give up, so every summariser here is really called.
-    msgs = [system("You are a coding agent."), user("the original task: keep the tests green")]
-    for t in range(3):
-        msgs += [user(f"task {t} on src/m{t}.py " + "u" * 600)]
-        for s in range(2):
-            cid = f"t{t}s{s}"
-            msgs += [
-                assistant("", [ToolCall(cid, "bash", {"command": f"cat src/m{t}_{s}.py"})]),
-                tool(cid, "o" * 600, name="bash"),
-            ]
-    return msgs
+    head, *turns = coding_conversation()
+    return [head, user("the original task: keep the tests green"), *turns]
 
 
 def timed(fn):
