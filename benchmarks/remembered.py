@@ -24,7 +24,7 @@ the stale rule instead.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from compaction import Message, TiktokenCounter, default_pipeline
@@ -111,7 +111,7 @@ def run(ctx: Any) -> dict[str, Any]:
     """Every shape, seed and budget, both protocols; pooled tallies per shape/budget/round."""
     seeds = QUICK_SEEDS if ctx.quick else SEEDS
     counter = TiktokenCounter()
-    makers = {"chat": chat_session, "agent": agent_session}
+    makers: dict[str, Callable[[int], Session]] = {"chat": chat_session, "agent": agent_session}
     growing: dict[str, Any] = {}
     fixed: dict[str, Any] = {}
     sizes: dict[str, list[list[int]]] = {shape: [] for shape in SHAPES}

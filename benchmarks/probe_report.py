@@ -1,0 +1,84 @@
+"""The ``probe`` section of RESULTS.md: facts of the real runs recovered after compaction,
+pooled, per kind and per format, per target."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .report import goals_table, table
+
+__all__ = ["section"]
+
+
+def _share(pair: tuple[int, int]) -> str:
+    kept, total = pair
+    return f"{kept / total:.0%} ({kept}/{total})" if total else "-"
+
+
+def section(results: dict[str, Any]) -> list[str]:
+    from .probe import _sum, goals, tally
+
+    lines = [
+        "## Facts of real runs after compaction (probe)",
+        "",
+        "Facts computed from the raw logs by the benchmark's own parser "
+        "(`benchmarks/probe_logs.py`, `probe_edits.py`, `probe_facts.py`): the task's "
+        "identifiers (issue ids, paths, function names), the last 3 files edited, the last "
+        "failing test id, the last error type, the last command. Each transcript is compacted "
+        "by the default ladder to 25/40/60% of its tokens; a fact counts when one of its "
+        "literal forms appears in the compacted messages' content or tool-call arguments.",
+        "",
+    ]
+    if "skipped" in results:
+        return [*lines, f"Skipped: {results['skipped']}.", ""]
+    lines += goals_table(goals(results))
+    cells = tally(results)
+    targets = [str(t) for t in results["targets"]]
+    formats = sorted({row["format"] for row in results["rows"].values()})
+    rows = []
+    for kind in results["kinds"]:
+        rows.append([kind, *(_share(_sum(cells, target=t, kind=kind)) for t in targets)])
+    rows.append(["**all**", *(f"**{_share(_sum(cells, target=t))}**" for t in targets)])
+    header = ["fact", *(f"{float(t):.0%}" for t in targets)]
+    lines += ["### By kind", "", *table(header, rows), ""]
+    rows = []
+    for fmt in formats:
+        files = sum(row["format"] == fmt for row in results["rows"].values())
+        rows.append(
+            [
+                f"{fmt} ({files} files)",
+                *(_share(_sum(cells, target=t, format=fmt)) for t in targets),
+            ]
+        )
+    lines += ["### By format", "", *table(header, rows), ""]
+    rows = []
+    for fmt in formats:
+        for kind in results["kinds"]:
+            shares = [_sum(cells, target=t, format=fmt, kind=kind) for t in targets]
+            if any(n for _, n in shares):
+                rows.append([fmt, kind, *(_share(s) for s in shares)])
+    lines += ["### By format and kind", "", *table(["format", *header], rows), ""]
+    absent = [
+        f"{name}: {kind} `{answer}`"
+        for name, row in results["rows"].items()
+        for kind, answer in row["absent"]
+    ]
+    if absent:
+        lines += [
+            f"Not asked ({len(absent)}): in the raw log but not in the loaded messages even "
+            "before compaction:",
+            "",
+            *(f"- {a}" for a in absent[:30]),
+            *([f"- ... and {len(absent) - 30} more"] if len(absent) > 30 else []),
+            "",
+        ]
+    errors = [
+        f"{name} at {float(t):.0%}: {found['error']}"
+        for name, row in results["rows"].items()
+        for t, found in row["targets"].items()
+        if "error" in found
+    ]
+    if errors or results["unread"]:
+        lines += ["Errors and files not read:", "", *(f"- {e}" for e in errors + results["unread"])]
+        lines.append("")
+    return lines
