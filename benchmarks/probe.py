@@ -8,7 +8,10 @@ failing test id, the last error type, the last command. The messages compacted a
 ``compaction.formats.load`` reads (the harness's cases), by the default ladder
 (``compaction.default_pipeline()``) at 25%, 40% and 60% of each file's tokens; a fact is
 recovered when one of its literal forms appears in the compacted messages' visible text
-(content and tool-call arguments, never ``meta``).
+(content and tool-call arguments, never ``meta``). Beside the fixed targets, a replay:
+the run fed call by call through the trigger (window half the transcript, compact at 70%
+down to 40%), then the request the agent would send next, with everything in it (shown,
+not judged against the goals, which the issue sets at 25/40/60%).
 
 A fact that does not appear even in the *uncompacted* messages is not asked (the reader and
 the probe disagree on what the log holds, or the log's own text differs from the loaded
@@ -17,10 +20,11 @@ one); those are counted and listed, never silently dropped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from compaction import TiktokenCounter, default_pipeline
+from compaction import Message, TiktokenCounter, default_pipeline
 
 from .measure import progress
 from .probe_facts import FACT_KINDS, Fact, facts
@@ -30,11 +34,20 @@ from .remembered_judge import visible_text
 __all__ = ["TARGETS", "markdown", "probe_case", "run"]
 
 TARGETS: Final = (0.25, 0.40, 0.60)
+REPLAY_AT: Final = 0.7
+REPLAY_TO: Final = 0.4
 POOLED_GOAL: Final = 0.97
 FAILING_TEST_GOAL: Final = 0.80
 
 
-def probe_case(path: Path, messages: Any, tokens: int, counter: TiktokenCounter) -> dict[str, Any]:
+def probe_case(
+    path: Path,
+    messages: Sequence[Message],
+    tokens: int,
+    counter: TiktokenCounter,
+    *,
+    replayed: bool = True,
+) -> dict[str, Any]:
     """One transcript: its facts, and per target which of them the compacted messages hold."""
     log = read_log(path)
     asked: list[Fact] = []
@@ -58,7 +71,33 @@ def probe_case(path: Path, messages: Any, tokens: int, counter: TiktokenCounter)
             continue
         text = visible_text(out)
         row["targets"][str(share)] = {"recovered": [f.recovered(text) for f in asked]}
+    if replayed:
+        try:
+            text = visible_text(_replayed(messages, tokens, counter))
+        except Exception as exc:
+            row["targets"]["replay"] = {"error": repr(exc), "recovered": [False] * len(asked)}
+        else:
+            row["targets"]["replay"] = {"recovered": [f.recovered(text) for f in asked]}
     return row
+
+
+def _replayed(messages: Any, tokens: int, counter: TiktokenCounter) -> Sequence[Message]:
+    """The request an agent would send next after the whole run, replayed through the
+    trigger with the default ladder: window half the transcript, compact at 70% down to 40%
+    (the trigger's defaults), every earlier call's compaction carried forward."""
+    from compaction import Compactor
+    from compaction.replay import replay
+
+    compactor = Compactor(
+        default_pipeline(counter=counter),
+        max(1, tokens // 2),
+        compact_at=REPLAY_AT,
+        compact_to=REPLAY_TO,
+        counter=counter,
+    )
+    for _ in replay(messages, compactor):
+        pass
+    return compactor.before_call(messages)
 
 
 def run(ctx: Any) -> dict[str, Any]:
@@ -101,7 +140,7 @@ def _sum(cells: dict[tuple[str, str, str], list[int]], **match: str) -> tuple[in
 
 
 def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
-    cells = tally(results)
+    cells = {k: v for k, v in tally(results).items() if k[0] != "replay"}
     pooled = _sum(cells)
     tests = _sum(cells, kind="failing test")
     out = []

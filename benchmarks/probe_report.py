@@ -33,13 +33,13 @@ def section(results: dict[str, Any]) -> list[str]:
         return [*lines, f"Skipped: {results['skipped']}.", ""]
     lines += goals_table(goals(results))
     cells = tally(results)
-    targets = [str(t) for t in results["targets"]]
+    targets = [str(t) for t in results["targets"]] + ["replay"]
     formats = sorted({row["format"] for row in results["rows"].values()})
     rows = []
     for kind in results["kinds"]:
         rows.append([kind, *(_share(_sum(cells, target=t, kind=kind)) for t in targets)])
     rows.append(["**all**", *(f"**{_share(_sum(cells, target=t))}**" for t in targets)])
-    header = ["fact", *(f"{float(t):.0%}" for t in targets)]
+    header = ["fact", *(t if t == "replay" else f"{float(t):.0%}" for t in targets)]
     lines += ["### By kind", "", *table(header, rows), ""]
     rows = []
     for fmt in formats:
@@ -73,7 +73,7 @@ def section(results: dict[str, Any]) -> list[str]:
             "",
         ]
     errors = [
-        f"{name} at {float(t):.0%}: {found['error']}"
+        f"{name} at {t}: {found['error']}"
         for name, row in results["rows"].items()
         for t, found in row["targets"].items()
         if "error" in found
