@@ -522,9 +522,9 @@ def agent_session(
         if step in at:
             i = at[step]
             recorded.append(_record(planted, i, len(messages), firsts))
-            messages.append(Message("user", planted[i][2]))
+            messages.append(Message("user", _around(rng, planted[i][2])))
         elif step in chatter:
-            messages.append(Message("user", rng.choice(_FILLER_ASKS)))
+            messages.append(Message("user", _around(rng, rng.choice(_FILLER_ASKS))))
         call_id = f"call_{seed}_{step}"
         command = rng.choice(_COMMANDS).format(w=rng.choice(_WORDS))
         messages.append(
