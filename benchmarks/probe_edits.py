@@ -11,13 +11,12 @@ write, but a log does not show what, so they are left out.
 from __future__ import annotations
 
 import re
-import shlex
 from typing import Final
 
 __all__ = ["shell_edits"]
 
 _HEREDOC: Final = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w]*)\1")
-_SEPARATORS: Final = frozenset({";", "&", "&&", "|", "||", "(", ")", "\n", ";;", "|&"})
+_READS: Final = frozenset({"<", "<<", "<<<", "<<-", ">&", "<&", "&>&"})
 _REDIRECTS: Final = frozenset({">", ">>", "&>", "&>>", ">|"})
 _NOT_FILES: Final = ("/dev/null", "/dev/stdout", "/dev/stderr")
 
@@ -37,15 +36,55 @@ def _strip_heredocs(command: str) -> str:
     return "\n".join(out)
 
 
-def _tokens(command: str) -> list[str]:
-    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|<>()\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:  # unbalanced quotes: the plain words, quotes and all
-        return command.replace("\n", " \n ").split(" ")
+_OPERATOR_CHARS: Final = frozenset(";&|<>()")
+
+
+def _tokens(command: str) -> list[tuple[str, bool]]:
+    """Shell words and operators, as ``(text, is_operator)``. Quotes and backslashes are
+    honoured and removed (a quoted ``;`` or ``>``, in a sed script say, is part of a word);
+    a newline is an operator (it ends a command). An unclosed quote runs to the end."""
+    tokens: list[tuple[str, bool]] = []
+    word: list[str] = []
+    in_word = False
+    i, n = 0, len(command)
+    while i < n:
+        ch = command[i]
+        if ch in " \t\r\n" or ch in _OPERATOR_CHARS:
+            if in_word:
+                tokens.append(("".join(word), False))
+                word, in_word = [], False
+            if ch in " \t\r":
+                i += 1
+                continue
+            j = i + 1
+            while ch != "\n" and j < n and command[j] in _OPERATOR_CHARS:
+                j += 1
+            tokens.append((command[i:j], True))
+            i = j
+            continue
+        in_word = True
+        if ch == "\\" and i + 1 < n:
+            word.append(command[i + 1])
+            i += 2
+        elif ch == "'":
+            close = command.find("'", i + 1)
+            close = n if close < 0 else close
+            word.append(command[i + 1 : close])
+            i = close + 1
+        elif ch == '"':
+            i += 1
+            while i < n and command[i] != '"':
+                if command[i] == "\\" and i + 1 < n and command[i + 1] in '"\\$`':
+                    i += 1
+                word.append(command[i])
+                i += 1
+            i += 1
+        else:
+            word.append(ch)
+            i += 1
+    if in_word:
+        tokens.append(("".join(word), False))
+    return tokens
 
 
 def _sed(words: list[str]) -> list[str]:
@@ -117,22 +156,21 @@ def shell_edits(command: str) -> tuple[str, ...]:
 
     i = 0
     while i < len(tokens):
-        token = tokens[i]
-        if token in _REDIRECTS and i + 1 < len(tokens):
-            target = tokens[i + 1]
+        text, operator = tokens[i]
+        if not operator:
+            words.append(text)
+        elif text in _REDIRECTS:
             if words and words[-1].isdigit():
                 words.pop()  # the fd of ``2>``
-            if target and target not in _SEPARATORS and not target.startswith(_NOT_FILES):
-                edited.append(target)
-            i += 2
-            continue
-        if token in ("<", "<<", "<<<", "<<-", ">&", "<&", "&>&") and i + 1 < len(tokens):
-            i += 2  # an input, a heredoc marker or an fd duplication: no file written
-            continue
-        if token in _SEPARATORS or (token and set(token) <= set(";&|()\n")):
-            flush()
+            if i + 1 < len(tokens) and not tokens[i + 1][1]:
+                target = tokens[i + 1][0]
+                if target and not target.startswith(_NOT_FILES):
+                    edited.append(target)
+                i += 1
+        elif text in _READS:
+            i += 1  # an input, a heredoc marker or an fd duplication: no file written
         else:
-            words.append(token)
+            flush()  # ; & && | || ( ) newline: the command ends
         i += 1
     flush()
     return tuple(dict.fromkeys(e for e in edited if e))

@@ -9,6 +9,8 @@ from .report import goals_table, table
 
 __all__ = ["section"]
 
+LISTED = 40
+
 
 def _share(pair: tuple[int, int]) -> str:
     kept, total = pair
@@ -58,6 +60,21 @@ def section(results: dict[str, Any]) -> list[str]:
             if any(n for _, n in shares):
                 rows.append([fmt, kind, *(_share(s) for s in shares)])
     lines += ["### By format and kind", "", *table(["format", *header], rows), ""]
+    lost = [
+        f"{name} at {t if t == 'replay' else f'{float(t):.0%}'}: {kind} `{answer}`"
+        for name, row in results["rows"].items()
+        for t, found in row["targets"].items()
+        for (kind, answer), ok in zip(row["facts"], found["recovered"], strict=True)
+        if not ok and kind != "task id"
+    ]
+    if lost:
+        lines += [
+            f"Lost, other than task ids ({len(lost)}):",
+            "",
+            *(f"- {item}" for item in lost[:LISTED]),
+            *([f"- ... and {len(lost) - LISTED} more"] if len(lost) > LISTED else []),
+            "",
+        ]
     absent = [
         f"{name}: {kind} `{answer}`"
         for name, row in results["rows"].items()
@@ -68,8 +85,8 @@ def section(results: dict[str, Any]) -> list[str]:
             f"Not asked ({len(absent)}): in the raw log but not in the loaded messages even "
             "before compaction:",
             "",
-            *(f"- {a}" for a in absent[:30]),
-            *([f"- ... and {len(absent) - 30} more"] if len(absent) > 30 else []),
+            *(f"- {a}" for a in absent[:LISTED]),
+            *([f"- ... and {len(absent) - LISTED} more"] if len(absent) > LISTED else []),
             "",
         ]
     errors = [

@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks.data import load_cases
 from benchmarks.probe import TARGETS, probe_case
@@ -35,10 +37,26 @@ from compaction.formats import load
         ("python -c 'print(3 > 2)' 2>&1 | tee out.txt", ("out.txt",)),
         ("cd /repo && git diff > /tmp/p.diff\ncat /tmp/p.diff", ("/tmp/p.diff",)),
         ("grep -rn 'a > b' src/ | head", ()),
+        ('bd create --description="pin {:credo, \\"~> 1.7\\"}" --type=task', ()),
+        ('echo "a; b > c" > notes/out.txt', ("notes/out.txt",)),
     ],
 )
 def test_shell_edits(command: str, edited: tuple[str, ...]) -> None:
     assert shell_edits(command) == edited
+
+
+_part = st.text(alphabet="abcxyz_019", min_size=1, max_size=8)
+_paths = st.lists(_part, min_size=1, max_size=4).map(lambda parts: "/".join(parts) + ".py")
+_scripts = st.text(alphabet="abs/^$.*+?[]{}()|\\0123456789 pdgi;=<>&", min_size=1, max_size=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_scripts, st.lists(_paths, min_size=1, max_size=3, unique=True))
+def test_a_sed_script_is_never_a_path(script: str, paths: list[str]) -> None:
+    quoted = " ".join(paths)
+    assert shell_edits(f"sed -i '{script}' {quoted}") == tuple(paths)
+    assert shell_edits(f"sed -i -e '{script}' {quoted} && cat {paths[0]}") == tuple(paths)
+    assert shell_edits(f"sed -n '{script}' {quoted}") == ()
 
 
 def _kinds(found: list) -> dict[str, list[tuple[str, ...]]]:  # type: ignore[type-arg]

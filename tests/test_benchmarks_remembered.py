@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from benchmarks import remembered
 from benchmarks.remembered_judge import stale, visible_text
@@ -118,3 +120,20 @@ def test_quick_suite_runs_and_judges_its_goals() -> None:
     assert [g["met"] in (True, False) for g in results["goals"]] == [True] * 4
     lines = remembered.markdown(results)
     assert lines[0].startswith("## ") and any("stale" in line for line in lines)
+
+
+# -- the stale rule, for any surrounding text ----------------------------------------------------
+
+_plain = st.text(alphabet="xyzq .,\n", max_size=80)  # no marker word, no arrow, no value
+
+
+@settings(max_examples=150, deadline=None)
+@given(_plain, _plain, _plain)
+def test_stale_rule_holds_in_any_text(a: str, b: str, c: str) -> None:
+    old, new = "$4,730", "$5,120"
+    assert not stale(a + b, old, new)  # forgotten is not stale
+    assert not stale(a + new + b, old, new)
+    assert stale(a + old + b, old, new)  # the old value alone
+    assert not stale(a + old + b + new + c, old, new)  # read in order: the change is seen
+    assert stale(a + new + b + "\n" + old + c, old, new)  # the old one last, unmarked
+    assert not stale(a + new + " (was " + old + ")" + c, old, new)
