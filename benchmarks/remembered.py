@@ -45,13 +45,15 @@ SHAPES: Final = ("chat", "agent")
 def parts(messages: Sequence[Message], count: int = ROUNDS) -> list[tuple[Message, ...]]:
     """``messages`` cut into ``count`` parts of about equal length, each starting at a user
     message or an assistant message (never at a tool result, which answers the step
-    before it); the first part holds the system prompt and the task."""
+    before it); the first part holds the system prompt and the task. A conversation too
+    short to cut leaves the last parts empty. A part ends where a model call would be made
+    (after a user message or a tool result), which is when a trigger compacts."""
     starts = [i for i, m in enumerate(messages) if i > 1 and m.role in ("user", "assistant")]
     cuts = [0]
     for k in range(1, count):
         want = round(k * len(messages) / count)
-        best = min((s for s in starts if s > cuts[-1]), key=lambda s: abs(s - want))
-        cuts.append(best)
+        later = [s for s in starts if s > cuts[-1]]
+        cuts.append(min(later, key=lambda s: abs(s - want)) if later else len(messages))
     cuts.append(len(messages))
     return [tuple(messages[a:b]) for a, b in itertools.pairwise(cuts)]
 

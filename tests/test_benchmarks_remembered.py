@@ -59,6 +59,8 @@ def test_parts_cut_at_turn_boundaries_and_lose_nothing() -> None:
         assert tuple(m for p in pieces for m in p) == session.messages
         assert all(p and p[0].role in ("system", "user", "assistant") for p in pieces)
         assert all(is_valid(p) for p in (pieces[0], pieces[0] + pieces[1]))
+    short = (Message("system", "s"), Message("user", "u"))
+    assert remembered.parts(short) == [short, (), (), (), ()]
 
 
 def test_visible_text_reads_content_and_arguments_never_meta() -> None:
