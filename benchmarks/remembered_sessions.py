@@ -23,17 +23,16 @@ from __future__ import annotations
 
 import json
 import random
-import string
-from collections.abc import Callable
 from typing import Final
 
 import attrs
 
 from compaction import Message, ToolCall
 
-__all__ = ["KINDS", "Session", "Statement", "agent_session", "chat_session"]
+from .remembered_statements import KINDS, Planted, word
+from .remembered_statements import statements as plant
 
-KINDS: Final = ("rule", "constraint", "fact", "preference", "goal")
+__all__ = ["KINDS", "Session", "Statement", "agent_session", "chat_session"]
 
 
 @attrs.frozen
@@ -59,228 +58,6 @@ class Session:
     seed: int
     messages: tuple[Message, ...]
     statements: tuple[Statement, ...]
-
-
-# -- unguessable values ------------------------------------------------------------------------
-
-_SYLLABLES: Final = [
-    "ka",
-    "ro",
-    "mi",
-    "zu",
-    "te",
-    "va",
-    "lo",
-    "shi",
-    "ne",
-    "qua",
-    "dor",
-    "fen",
-    "mar",
-    "tis",
-    "wel",
-    "bri",
-    "go",
-    "sa",
-    "nu",
-    "pel",
-    "vor",
-    "yan",
-    "ix",
-    "ul",
-    "tho",
-    "ke",
-    "ra",
-]
-
-
-def _word(rng: random.Random, parts: int = 3) -> str:
-    return "".join(rng.choice(_SYLLABLES) for _ in range(parts))
-
-
-def _name(rng: random.Random) -> str:
-    return f"{_word(rng, 2).capitalize()} {_word(rng, 3).capitalize()}"
-
-
-def _code(rng: random.Random, prefix: str) -> str:
-    tail = "".join(rng.choice(string.ascii_uppercase + string.digits) for _ in range(5))
-    return f"{prefix}-{rng.randint(100, 999)}{tail}"
-
-
-def _money(rng: random.Random) -> str:
-    return f"${rng.randint(1, 98)},{rng.randint(100, 999)}"
-
-
-def _date(rng: random.Random) -> str:
-    return f"20{rng.randint(27, 39)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
-
-
-def _version(rng: random.Random) -> str:
-    return f"{rng.randint(2, 19)}.{rng.randint(10, 49)}.{rng.randint(2, 97)}"
-
-
-def _path(rng: random.Random) -> str:
-    return f"/srv/{_word(rng, 2)}/{_word(rng, 2)}_{rng.randint(10, 99)}/{_word(rng)}.toml"
-
-
-def _branch(rng: random.Random) -> str:
-    return f"release/{_word(rng, 2)}-{rng.randint(100, 999)}"
-
-
-def _host(rng: random.Random) -> str:
-    return f"{_word(rng, 2)}-{rng.randint(10, 99)}.{_word(rng, 2)}.internal"
-
-
-def _number(rng: random.Random, lo: int, hi: int, unit: str) -> str:
-    return f"{rng.randint(lo, hi):,} {unit}"
-
-
-# One template per subject: (kind, subject, sentence with {v}, value maker). The sentence is
-# what the person types; the value is what must survive, literally.
-Maker = Callable[[random.Random], str]
-_TEMPLATES: Final[tuple[tuple[str, str, str, Maker], ...]] = (
-    ("rule", "protected branch", "Never push directly to {v}; open a pull request.", _branch),
-    (
-        "rule",
-        "lint command",
-        "Always run `make check-{v}` before you commit anything.",
-        lambda r: _word(r, 2) + str(r.randint(10, 99)),
-    ),
-    (
-        "rule",
-        "off-limits directory",
-        "Don't touch anything under {v} — it is generated.",
-        lambda r: f"vendor/{_word(r, 2)}_{r.randint(100, 999)}/",
-    ),
-    ("rule", "reviewer", "Every change must be reviewed by {v} before it merges.", _name),
-    ("constraint", "budget cap", "The budget cap for this project is {v}, hard limit.", _money),
-    ("constraint", "deadline", "The hard deadline is {v}; nothing ships after that.", _date),
-    (
-        "constraint",
-        "memory limit",
-        "The service must stay under {v} of memory.",
-        lambda r: _number(r, 1100, 9900, "MiB"),
-    ),
-    (
-        "constraint",
-        "response length",
-        "Keep every answer under {v}, no exceptions.",
-        lambda r: _number(r, 110, 490, "words"),
-    ),
-    (
-        "fact",
-        "account id",
-        "For the record, our customer account id is {v}.",
-        lambda r: _code(r, "ACC"),
-    ),
-    ("fact", "staging host", "Our staging server is {v}, use that one.", _host),
-    ("fact", "config path", "The configuration lives in {v} on the servers.", _path),
-    ("fact", "library version", "We are pinned to version {v} of the ingest library.", _version),
-    ("fact", "on-call engineer", "The on-call engineer this week is {v}.", _name),
-    ("fact", "ticket", "This work is tracked in ticket {v}.", lambda r: _code(r, "OPS")),
-    (
-        "preference",
-        "report signature",
-        'I\'d like reports signed as "Team {v}", please.',
-        lambda r: _word(r).capitalize(),
-    ),
-    (
-        "preference",
-        "output file",
-        "Please name the output file {v} every time.",
-        lambda r: f"summary_{_word(r, 2)}{r.randint(10, 99)}.csv",
-    ),
-    (
-        "preference",
-        "chart colour",
-        "I prefer the colour {v} for every chart.",
-        lambda r: "#" + "".join(r.choice("0123456789abcdef") for _ in range(6)),
-    ),
-    (
-        "preference",
-        "variable prefix",
-        "I prefer variable names that start with {v}.",
-        lambda r: _word(r, 2) + "_",
-    ),
-    (
-        "goal",
-        "latency goal",
-        "Our goal is to bring p95 latency down to {v}.",
-        lambda r: _number(r, 41, 389, "ms"),
-    ),
-    (
-        "goal",
-        "migration goal",
-        "The goal this quarter is migrating {v} to the new cluster.",
-        lambda r: _number(r, 1100, 9800, "tenants"),
-    ),
-    (
-        "goal",
-        "coverage goal",
-        "We're aiming for test coverage of {v} by the end.",
-        lambda r: f"{r.randint(61, 98)}.{r.randint(1, 9)}%",
-    ),
-    (
-        "goal",
-        "launch goal",
-        "The launch we are working towards is codenamed {v}.",
-        lambda r: _word(r, 3).upper(),
-    ),
-)
-
-# Subjects whose value a person plausibly changes later.
-_SUPERSEDABLE: Final = frozenset(
-    {
-        "budget cap",
-        "deadline",
-        "memory limit",
-        "library version",
-        "staging host",
-        "on-call engineer",
-        "protected branch",
-        "output file",
-        "latency goal",
-        "reviewer",
-    }
-)
-
-_UPDATES: Final = (
-    "Change of plan: {s}",
-    "Correction — {s}",
-    "Update, this replaces what I said earlier: {s}",
-    "Actually, scratch the earlier one. {s}",
-)
-
-
-def _statements(rng: random.Random, count: int, updates: int) -> list[tuple[str, str, str, str]]:
-    """``count`` statements as (kind, subject, text, value); the last ``updates`` of them
-    supersede an earlier subject and are placed after it by the caller."""
-    firsts = count - updates
-    # Every kind at least once, then the rest at random, each subject at most once.
-    by_kind = {k: [t for t in _TEMPLATES if t[0] == k] for k in KINDS}
-    chosen = [rng.choice(by_kind[k]) for k in KINDS]
-    rest = [t for t in _TEMPLATES if t not in chosen]
-    rng.shuffle(rest)
-    chosen += rest[: max(0, firsts - len(chosen))]
-    rng.shuffle(chosen)
-    seen: set[str] = set()
-    out = []
-    for kind, subject, sentence, make in chosen:
-        value = make(rng)
-        while value in seen:
-            value = make(rng)
-        seen.add(value)
-        out.append((kind, subject, sentence.format(v=value), value))
-    candidates = [s for s in out if s[1] in _SUPERSEDABLE]
-    for kind, subject, _, old in rng.sample(candidates, min(updates, len(candidates))):
-        template = next(t for t in _TEMPLATES if t[1] == subject)
-        value = template[3](rng)
-        while value in seen or old in value or value in old:
-            value = template[3](rng)
-        seen.add(value)
-        text = rng.choice(_UPDATES).format(s=template[2].format(v=value))
-        out.append((kind, subject, text, value))
-    return out
 
 
 # -- filler ------------------------------------------------------------------------------------
@@ -409,9 +186,7 @@ _SYSTEM: Final = (
 )
 
 
-def _place(
-    rng: random.Random, slots: int, planted: list[tuple[str, str, str, str]], updates: int
-) -> dict[int, int]:
+def _place(rng: random.Random, slots: int, planted: list[Planted], updates: int) -> dict[int, int]:
     """Slot of each planted statement: firsts anywhere in the first 70% of the slots,
     updates after the statement they supersede (by subject)."""
     firsts = len(planted) - updates
@@ -428,7 +203,7 @@ def _place(
     return {slot: i for i, slot in where.items()}
 
 
-def _record(planted: list[tuple[str, str, str, str]], i: int, index: int, firsts: int) -> Statement:
+def _record(planted: list[Planted], i: int, index: int, firsts: int) -> Statement:
     kind, subject, _, value = planted[i]
     old = None
     if i >= firsts:
@@ -439,7 +214,7 @@ def _record(planted: list[tuple[str, str, str, str]], i: int, index: int, firsts
 def chat_session(seed: int, *, turns: int = 65, statements: int = 20, updates: int = 2) -> Session:
     """A chat: a system prompt and ``turns`` user turns, each answered by the assistant."""
     rng = random.Random(f"chat-{seed}")
-    planted = _statements(rng, statements, updates)
+    planted = plant(rng, statements, updates)
     at = _place(rng, turns, planted, updates)
     messages = [Message("system", _SYSTEM)]
     recorded = []
@@ -501,7 +276,7 @@ def agent_session(
     """An agent run: a system prompt, the task, ``steps`` tool steps with large outputs, and
     the person's interjections (``statements`` of them typed, ``filler`` not) between steps."""
     rng = random.Random(f"agent-{seed}")
-    planted = _statements(rng, statements, updates)
+    planted = plant(rng, statements, updates)
     at = _place(rng, steps, planted, updates)
     chatter = set(rng.sample(sorted(set(range(1, steps)) - set(at)), filler))
     messages = [
@@ -512,7 +287,7 @@ def agent_session(
         ),
         Message(
             "user",
-            f"Please refactor the {_word(rng)} module so that its handlers share "
+            f"Please refactor the {word(rng)} module so that its handlers share "
             "one cache, then make the test suite pass.",
         ),
     ]
