@@ -8,7 +8,8 @@ failing test id, the last error type, the last command. The messages compacted a
 ``compaction.formats.load`` reads (the harness's cases), by the default ladder
 (``compaction.default_pipeline()``) at 25%, 40% and 60% of each file's tokens; a fact is
 recovered when one of its literal forms appears in the compacted messages' visible text
-(content and tool-call arguments, never ``meta``). Beside the fixed targets, a replay:
+(content and tool-call arguments, never ``meta``; the system prompt left out, as the harness
+wrote it before the run). Beside the fixed targets, a replay:
 the run fed call by call through the trigger (window half the transcript, compact at 70%
 down to 40%), then the request the agent would send next, with everything in it (shown,
 not judged against the goals, which the issue sets at 25/40/60%).
@@ -52,7 +53,7 @@ def probe_case(
     log = read_log(path)
     asked: list[Fact] = []
     absent: list[Fact] = []
-    original = visible_text(messages)
+    original = _run_text(messages)
     for fact in facts(log):
         (asked if fact.recovered(original) else absent).append(fact)
     row: dict[str, Any] = {
@@ -69,16 +70,23 @@ def probe_case(
         except Exception as exc:  # a crash is a result: every fact lost at this target
             row["targets"][str(share)] = {"error": repr(exc), "recovered": [False] * len(asked)}
             continue
-        text = visible_text(out)
+        text = _run_text(out)
         row["targets"][str(share)] = {"recovered": [f.recovered(text) for f in asked]}
     if replayed:
         try:
-            text = visible_text(_replayed(messages, tokens, counter))
+            text = _run_text(_replayed(messages, tokens, counter))
         except Exception as exc:
             row["targets"]["replay"] = {"error": repr(exc), "recovered": [False] * len(asked)}
         else:
             row["targets"]["replay"] = {"recovered": [f.recovered(text) for f in asked]}
     return row
+
+
+def _run_text(messages: Sequence[Message]) -> str:
+    """The visible text of every message but the system prompt: the harness wrote that
+    before the run, so a fact found only there (``submit`` named in the instructions) was
+    not recovered from the run."""
+    return visible_text([m for m in messages if m.role != "system"])
 
 
 def _replayed(messages: Any, tokens: int, counter: TiktokenCounter) -> Sequence[Message]:

@@ -28,7 +28,10 @@ def section(results: dict[str, Any]) -> list[str]:
         "identifiers (issue ids, paths, function names), the last 3 files edited, the last "
         "failing test id, the last error type, the last command. Each transcript is compacted "
         "by the default ladder to 25/40/60% of its tokens; a fact counts when one of its "
-        "literal forms appears in the compacted messages' content or tool-call arguments.",
+        "literal forms appears in the compacted messages' content or tool-call arguments (the "
+        "system prompt left out: the harness wrote it before the run). The replay feeds the run "
+        "call by call through the trigger (window half the transcript, compact at 70% down to "
+        "40%) and asks the request the agent would send next.",
         "",
     ]
     if "skipped" in results:
