@@ -120,7 +120,7 @@ def run(ctx: Any) -> dict[str, Any]:
         try:
             rows[case.name] = probe_case(folder / case.name, case.messages, case.tokens, counter)
         except UnreadableLog as exc:
-            unread.append(f"{case.name}: {exc}")
+            unread.append(f"{case.name}: {exc.reason}")
         progress(f"probe: {case.name}")
     return {"targets": list(TARGETS), "kinds": list(FACT_KINDS), "rows": rows, "unread": unread}
 

@@ -33,7 +33,16 @@ __all__ = ["Action", "Log", "UnreadableLog", "read_log"]
 
 
 class UnreadableLog(ValueError):
-    """A file the probe does not read (another format, or broken JSON)."""
+    """A file the probe does not read (another format, broken JSON, a shape it does not
+    know); the message names the file, ``reason`` says why."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(f"{name}: {reason}")
+        self.reason = reason
+
+
+class _Refused(ValueError):
+    """Raised inside a reader, which does not know the file's name."""
 
 
 @attrs.frozen
@@ -87,7 +96,7 @@ def _mini(data: dict[str, Any]) -> Log:
     messages = data["messages"]
     users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
     if not users:
-        raise UnreadableLog("no user message")
+        raise _Refused("no user message")
     task = _text(messages[users[0]].get("content"))
     # The task is the PR description; the rest of that message is the harness's instructions.
     if (pr := _PR.search(task)) is not None:
@@ -125,7 +134,7 @@ def _swe(data: dict[str, Any]) -> Log:
         None,
     )
     if task is None:
-        raise UnreadableLog("no user message in history")
+        raise _Refused("no user message in history")
     # The issue, not the harness's INSTRUCTIONS that follow it in the same message.
     task = task.split("\nINSTRUCTIONS:", 1)[0]
     actions, outputs = [], []
@@ -206,7 +215,7 @@ def _claude(lines: list[dict[str, Any]]) -> Log:
                 elif name in _CC_EDITORS and isinstance(args.get(_CC_EDITORS[name]), str):
                     uses.append((key, None, (args[_CC_EDITORS[name]],)))
     if task is None:
-        raise UnreadableLog("no message a person typed")
+        raise _Refused("no message a person typed")
     # An edit the tool refused (rejected by the person, old string not found) changed nothing.
     actions = tuple(
         Action(command, () if key in failed else edited) for key, command, edited in uses
@@ -217,15 +226,22 @@ def _claude(lines: list[dict[str, Any]]) -> Log:
 def read_log(path: Path) -> Log:
     """The probe's reading of one raw log; :class:`UnreadableLog` for anything else."""
     try:
-        raw = path.read_text(encoding="utf-8")
-        if path.suffix == ".jsonl":
-            lines = [json.loads(line) for line in raw.splitlines() if line.strip()]
-            return _claude([r for r in lines if isinstance(r, dict)])
-        data = json.loads(raw)
-    except (OSError, ValueError) as exc:
-        raise UnreadableLog(f"{path.name}: {exc}") from exc
+        return _read(path)
+    except _Refused as exc:
+        raise UnreadableLog(path.name, str(exc)) from exc
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        # A file of an unexpected shape is refused by name, never a crash of the suite.
+        raise UnreadableLog(path.name, f"{type(exc).__name__}: {exc}") from exc
+
+
+def _read(path: Path) -> Log:
+    raw = path.read_text(encoding="utf-8")
+    if path.suffix == ".jsonl":
+        lines = [json.loads(line) for line in raw.splitlines() if line.strip()]
+        return _claude([r for r in lines if isinstance(r, dict)])
+    data = json.loads(raw)
     if isinstance(data, dict) and isinstance(data.get("history"), list):
         return _swe(data)
     if isinstance(data, dict) and isinstance(data.get("messages"), list):
         return _mini(data)
-    raise UnreadableLog(f"{path.name}: not a mini-swe-agent, SWE-agent or Claude Code log")
+    raise _Refused("not a mini-swe-agent, SWE-agent or Claude Code log")

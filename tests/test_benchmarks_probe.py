@@ -188,6 +188,11 @@ def test_other_files_are_refused_by_name(tmp_path: Path) -> None:
     broken.write_text("{not json", encoding="utf-8")
     with pytest.raises(UnreadableLog, match=r"broken\.traj"):
         read_log(broken)
+    # Valid JSON of an unexpected shape is refused by name too, never a crash.
+    odd = tmp_path / "odd.traj.json"
+    odd.write_text(json.dumps({"messages": ["not", "a", "dict"]}), encoding="utf-8")
+    with pytest.raises(UnreadableLog, match=r"odd\.traj\.json: AttributeError"):
+        read_log(odd)
 
 
 def test_probe_case_judges_every_target_and_the_replay(tmp_path: Path) -> None:
