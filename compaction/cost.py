@@ -115,9 +115,7 @@ class CacheMeter:
             return 0
         return p.min_prefix + (tokens - p.min_prefix) // p.step * p.step
 
-    def call(
-        self, at: float, tokens: int, prefix: int, output: int, *, fixed: int = 0
-    ) -> CallCost:
+    def call(self, at: float, tokens: int, prefix: int, output: int, *, fixed: int = 0) -> CallCost:
         """Price one call made at ``at`` seconds, sending ``tokens`` input tokens of which the
         first ``prefix`` are the same as the previous request's, producing ``output`` tokens;
         ``fixed`` is the length of the stable head (system prompt and tools), 0 if unknown."""
@@ -158,6 +156,4 @@ class CacheMeter:
 
 def isfinite_time(value: object) -> bool:
     """Whether ``value`` is a usable time in seconds (a finite number)."""
-    return (
-        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-    )
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
