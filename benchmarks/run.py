@@ -89,6 +89,7 @@ SUITES: Final = (
     Suite("quality", "benchmarks.quality", "suite", "benchmarks.quality_report:markdown"),
     Suite("frameworks", "benchmarks.frameworks", "suite", "section"),
     Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
+    Suite("cost", "benchmarks.cost", "suite", "markdown"),
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "RESULTS.md"

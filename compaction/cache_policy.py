@@ -9,13 +9,18 @@ and a compaction made then only makes that write smaller. So :class:`CacheAware`
 
 - compacts **early** when the cache is cold: from ``early * window`` on (the request is about
   to be written in full; writing less of it is pure gain);
-- compacts **late** while it is warm: only from ``late * window`` on, so fewer rewrites are
-  paid for (the cost per call of a cycle is the rewrite spread over the calls until the next,
-  plus the reads, and the rewrite dominates at a cache's 10:1 price ratio);
+- compacts **later** while it is warm: only from ``late * window`` on. Measured on the shared
+  transcripts (``benchmarks/cost.py``), marks later than the default trigger's 0.7 cost
+  more, not less: a bigger prompt is read on every call, and that outweighs the rewrites
+  saved. So ``late`` defaults to 0.7, and is there to be set per workload;
 - **never past the hard limit**: a request over the window is compacted whatever the cache
   (the :class:`~compaction.trigger.Compactor` rule, which the policy never overrides);
-- **batches** what it frees: a rewrite must free at least ``min_free * window`` tokens, so
-  tool-result clearing is done in large batches rather than a little on every call.
+- **batches** what it frees: a rewrite frees at least ``min_free * window`` tokens (aiming
+  below the compactor's own target when needed, never below ``floor * window``), and a
+  compaction that frees less is not taken while the request fits, so tool-result clearing
+  happens in large batches and the prefix is rewritten rarely. This keeps less context after
+  a compaction than the default trigger does (the protected part, task included, is kept
+  as always).
 
 Attach it with ``Compactor(pipeline, window, policy=CacheAware(price))``. It reads the clock
 (``clock``, default :func:`time.time`) at every call; a replay tells it the transcript's time
@@ -40,8 +45,9 @@ class CacheAware:
     """Compact early when the prompt cache is cold, late while it is warm (see the module).
 
     ``price`` is the model's row of the price table; ``ttl`` the cache lifetime in seconds
-    (default: the model's first); ``late`` and ``early`` the marks as shares of the window
-    (``0 < early <= late <= 1``); ``min_free`` the least share of the window a rewrite must free.
+    (default: the model's first); ``late`` and ``early`` the warm and cold marks as shares of
+    the window (``0 < early <= late <= 1``); ``min_free`` the least share of the window a
+    rewrite must free; ``floor`` the share of the window a compaction never aims below.
     """
 
     def __init__(
@@ -49,26 +55,35 @@ class CacheAware:
         price: Price,
         *,
         ttl: int | None = None,
-        late: float = 0.9,
+        late: float = 0.7,
         early: float = 0.5,
-        min_free: float = 0.1,
+        min_free: float = 0.4,
+        floor: float = 0.25,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(price, Price):
             raise TypeError(f"price must be a compaction.prices.Price, got {type(price).__name__}")
-        for name, value in (("late", late), ("early", early), ("min_free", min_free)):
+        for name, value in (
+            ("late", late),
+            ("early", early),
+            ("min_free", min_free),
+            ("floor", floor),
+        ):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ValueError(f"{name} must be a number, got {value!r}")
         if not 0 < early <= late <= 1:
             raise ValueError(f"need 0 < early <= late <= 1, got early={early!r}, late={late!r}")
         if not 0 <= min_free < 1:
             raise ValueError(f"min_free must be in [0, 1), got {min_free!r}")
+        if not 0 < floor < early:
+            raise ValueError(f"need 0 < floor < early, got floor={floor!r}, early={early!r}")
         self.price = price
         self.ttl = price.ttl[0] if ttl is None else int(ttl)
         self.write = price.write_price(self.ttl) if price.cache == "breakpoint" else price.input
         self.late = float(late)
         self.early = float(early)
         self.min_free = float(min_free)
+        self.floor = float(floor)
         self.clock = clock
         self._now: float | None = None
         self._last: float | None = None
@@ -104,11 +119,16 @@ class CacheAware:
         self._previous = estimate
         if estimate > window:
             plan.compact = True  # never past the hard limit, whatever the cache
+        elif estimate < compactor._retry_at or estimate < math.ceil(self.early * window):
+            plan.compact = False
         else:
-            mark = self.early if cold else self.late
-            ready = estimate >= compactor._retry_at
-            plan.compact = ready and estimate >= math.ceil(mark * window)
+            plan.compact = cold or estimate >= math.ceil(self.late * window)
         if plan.compact:
+            # Batching: free at least min_free of the window per rewrite (never aiming below
+            # the floor), so the prefix is rewritten rarely.
+            batch = estimate - math.ceil(self.min_free * window) - compactor.tool_tokens
+            lowest = math.floor(self.floor * window) - compactor.tool_tokens
+            plan.target = max(min(plan.target, max(batch, lowest)), 1)
             plan.labels["estimated_net_usd"] = round(
                 self.estimated_net(estimate, plan.target, cold, compactor), 6
             )
