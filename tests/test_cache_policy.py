@@ -101,3 +101,27 @@ def test_bad_settings_are_refused():
         CacheAware(SONNET, floor=0.6)
     with pytest.raises(TypeError, match="Price"):
         CacheAware("claude-sonnet-4-5")  # type: ignore[arg-type]
+
+
+def test_the_opentelemetry_span_carries_the_estimated_net(tmp_path):
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from compaction.integrations import otel
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    otel.instrument(tracer_provider=provider)
+    try:
+        messages = load(claude_code_log(tmp_path / "s.jsonl", [5] * 20)).messages
+        window = COUNTER.count_messages(messages) // 2
+        compactor = Compactor(None, window, counter=COUNTER, policy=CacheAware(SONNET))
+        compactor.before_call(messages)  # the whole run at once: far over the window
+    finally:
+        otel.uninstrument()
+    runs = [s for s in spans.get_finished_spans() if s.name == "compaction"]
+    assert runs
+    assert all(isinstance(s.attributes["compaction.label.estimated_net_usd"], float) for s in runs)
