@@ -250,6 +250,11 @@ class _Meters:
         self.policy = getattr(compactor, "policy", None)
 
     def on_summarized(self, sender: Any, **kw: Any) -> None:
+        from .summarizers.extractive import ExtractiveSummarizer
+
+        # The extractive summariser runs offline: no model call, nothing to pay.
+        if isinstance(getattr(sender, "summarizer", None), ExtractiveSummarizer):
+            return
         self.summaries.append((int(kw.get("input_tokens") or 0), int(kw.get("output_tokens") or 0)))
 
     def time(self, index: int, call: int) -> tuple[float, bool]:

@@ -73,7 +73,8 @@ def claude_code_log(
                         {
                             "type": "tool_result",
                             "tool_use_id": f"toolu_{i}",
-                            "content": f"result {i} " + " ".join(f"w{i}x{k}" for k in range(output_size)),
+                            "content": f"result {i} "
+                            + " ".join(f"w{i}x{k}" for k in range(output_size)),
                         }
                     ],
                 },

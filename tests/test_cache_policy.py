@@ -79,7 +79,9 @@ def test_each_rewrite_frees_a_batch_and_carries_its_estimated_net(tmp_path):
     assert seen and all(isinstance(s.get("estimated_net_usd"), float) for s in seen)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     gaps=st.lists(st.sampled_from([1, 30, 200, 400, 4000]), min_size=5, max_size=30),
     share=st.floats(0.2, 0.9),
