@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 
@@ -182,7 +183,7 @@ def test_replay_prices_each_call_with_the_logs_own_times(tmp_path):
     compactor = Compactor(None, 10**7, counter=TiktokenCounter())
     records = list(replay(messages, compactor, price=SONNET, ttl=300))
     assert [r.timed for r in records][:5] == [True] * 5
-    gaps = [b.at - a.at for a, b in zip(records, records[1:], strict=False)]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(records)]
     assert gaps[:4] == [10, 400, 10, 10]
     # Nothing compacted with a huge window: the run is its own baseline, call for call.
     assert all(r.cost == r.baseline for r in records)
@@ -238,3 +239,32 @@ def test_a_path_that_is_not_a_table_is_a_clear_error(tmp_path):
         big.write_text("#" * (2 << 20))
         load_prices(big)
     assert isinstance(Path(bad), Path)
+
+
+def test_a_model_summary_is_charged_to_the_compaction_that_asked_for_it(tmp_path):
+    from compaction import events
+    from compaction.pipeline import CompactionPipeline
+    from compaction.strategies.summary import Summary
+
+    def brief(transcript: str, instructions: str) -> str:  # stands for a model call
+        return "Ran the tests; parser.py still fails."
+
+    counter = TiktokenCounter()
+    pipeline = CompactionPipeline(counter=counter).run(Summary(summarizer=brief))
+    messages = load(claude_code_log(tmp_path / "s.jsonl", [20] * 20, output_size=300)).messages
+    window = counter.count_messages(messages) // 3
+    calls: list[tuple[int, int]] = []
+
+    def on_summarized(sender, **kw):
+        calls.append((kw["input_tokens"], kw["output_tokens"]))
+
+    events.summarized.connect(on_summarized)
+    try:
+        compactor = Compactor(pipeline, window, counter=counter)
+        records = list(replay(messages, compactor, price=SONNET))
+    finally:
+        events.summarized.disconnect(on_summarized)
+    found = earnings(records, SONNET)
+    assert calls and found
+    expected = sum(i * SONNET.input + o * SONNET.output for i, o in calls) / 1e6
+    assert math.isclose(sum(e.summary for e in found), expected, rel_tol=1e-9)
