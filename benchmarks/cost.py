@@ -233,6 +233,18 @@ def markdown(result: dict[str, Any]) -> str:
     if result.get("skipped"):
         return "\n".join([*lines, f"Skipped: {result['skipped']}.", ""])
     lines += [
+        "Every transcript whose log records the time of its calls, with a window of half its "
+        "size, priced call by call with the provider's prompt cache "
+        "(`compaction.cost.CacheMeter`, prices from `compaction/prices.toml`, as the model the "
+        "log names; TTL as the log recorded, else the model's first). No compaction may not "
+        "fit the window; a call without the task is one whose request lost the original task. "
+        "Below: the recorded-bill check (`compaction.bill_check`), each log replayed with no "
+        "compaction against the cache reads and writes its provider billed; see docs/cost.md.",
+        "",
+    ]
+    if not result["rows"]:
+        lines += ["No transcript records the time of its calls: nothing to price.", ""]
+    lines += [
         "| policy | files | calls | cost $ | $ per call | requests over the window | "
         "calls without the task |",
         "|---|--:|--:|--:|--:|--:|--:|",
