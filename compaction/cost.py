@@ -22,7 +22,6 @@ two breakpoints, batch discounts and long-context surcharges.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 
 import attrs
@@ -38,8 +37,8 @@ _MILLION = 1_000_000
 class CallCost:
     """One call's input split the way the provider bills it, and its price in USD.
 
-    ``cache_read + cache_write + uncached`` is the request's size; ``warm`` says whether any
-    cache entry was still alive when the call was made.
+    ``cache_read + cache_write + uncached`` is the request's size; ``warm`` says whether a live
+    cache entry matched the start of the request (even one too short to be billed as a read).
     """
 
     cache_read: int
@@ -143,17 +142,3 @@ class CacheMeter:
             read * p.cache_read + write * self.write_price + uncached * p.input + output * p.output
         ) / _MILLION
         return CallCost(read, write, uncached, output, cost, bool(hit))
-
-    def full_read_cost(self, tokens: int) -> float:
-        """What ``tokens`` of input would cost read entirely from the cache (the floor a
-        warm call approaches)."""
-        return tokens * self.price.cache_read / _MILLION
-
-    def input_cost(self, cost: CallCost) -> float:
-        """The input part of ``cost`` (everything but the output tokens)."""
-        return cost.cost - cost.output * self.price.output / _MILLION
-
-
-def isfinite_time(value: object) -> bool:
-    """Whether ``value`` is a usable time in seconds (a finite number)."""
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
