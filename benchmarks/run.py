@@ -91,6 +91,7 @@ SUITES: Final = (
     Suite("remembered", "benchmarks.remembered"),
     Suite("probe", "benchmarks.probe"),
     Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
+    Suite("cost", "benchmarks.cost", "suite", "markdown"),
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "RESULTS.md"

@@ -16,6 +16,13 @@ counter; the compactor adds only what was appended since the previous call), the
 with the previous request is known without comparing when no compaction happened in between
 (the request then extends the previous one by construction) and compared message by message
 only after a compaction, and the transcript is never sliced per call.
+
+Given a :class:`~compaction.prices.Price`, every call is also priced with the provider's
+prompt cache followed by a :class:`~compaction.cost.CacheMeter` (cache reads, writes,
+uncached input, output, USD), and so is the same call with no compaction at all (the
+*baseline*: the transcript as it was, side by side). Time comes from the log where it is
+recorded, else from ``cadence`` seconds between calls; output sizes from the recorded usage,
+else a local count of the answer.
 """
 
 from __future__ import annotations
@@ -25,7 +32,11 @@ from typing import Any, overload
 
 import attrs
 
+from . import events
+from .cost import CacheMeter, CallCost, CostTotals
 from .messages import Message
+from .prices import Price
+from .recorded import call_time, recorded_usage
 from .trigger import Compactor
 
 __all__ = ["ReplayRecord", "ReplayTotals", "replay"]
@@ -45,6 +56,11 @@ class ReplayRecord:
       of the previous request (tool schemas included; 0 for the first call);
       ``prefix_share``: ``prefix_tokens / tokens_sent``.
     - ``request``: the request itself, when asked for (``keep_requests=True``).
+    - Priced replays only: ``at`` the call's time in seconds (from the log, or the cadence:
+      ``timed`` says which); ``output_tokens``; ``cost`` and ``baseline`` the call's
+      :class:`~compaction.cost.CallCost` compacted and with no compaction (whose request is
+      ``baseline_tokens``); ``summary_tokens`` the (input, output) tokens of summariser calls
+      made by this call's compaction.
     """
 
     call: int
@@ -58,6 +74,13 @@ class ReplayRecord:
     prefix_tokens: int
     prefix_share: float
     request: tuple[Message, ...] | None = attrs.field(default=None, repr=False, eq=False)
+    at: float = 0.0
+    timed: bool = False
+    output_tokens: int = 0
+    baseline_tokens: int = 0
+    cost: CallCost | None = None
+    baseline: CallCost | None = None
+    summary_tokens: tuple[int, int] = (0, 0)
 
 
 @attrs.frozen(slots=True)
@@ -65,7 +88,9 @@ class ReplayTotals:
     """A whole replay in a few numbers (for the CLI and the benchmarks).
 
     ``cache_share`` is the share of all tokens sent that were an unchanged prefix of the
-    previous request; ``strategies`` counts how often each strategy applied.
+    previous request; ``strategies`` counts how often each strategy applied. A priced
+    replay adds ``cost`` and ``baseline`` (:class:`~compaction.cost.CostTotals`, compacted
+    and with no compaction) and ``baseline_max_tokens``, the largest uncompacted request.
     """
 
     calls: int
@@ -76,6 +101,9 @@ class ReplayTotals:
     prefix_tokens: int
     cache_share: float
     strategies: dict[str, int] = attrs.field(eq=False)
+    cost: CostTotals | None = None
+    baseline: CostTotals | None = None
+    baseline_max_tokens: int = 0
 
     @classmethod
     def of(cls, records: Sequence[ReplayRecord]) -> ReplayTotals:
@@ -94,6 +122,13 @@ class ReplayTotals:
             prefix_tokens=prefix,
             cache_share=prefix / sent if sent else 0.0,
             strategies=strategies,
+            cost=CostTotals.of(r.cost for r in records) if any(r.cost for r in records) else None,
+            baseline=(
+                CostTotals.of(r.baseline for r in records)
+                if any(r.baseline for r in records)
+                else None
+            ),
+            baseline_max_tokens=max((r.baseline_tokens for r in records), default=0),
         )
 
 
@@ -142,7 +177,14 @@ def _common_prefix(a: Sequence[Message], b: Sequence[Message], compactor: Compac
 
 
 def replay(
-    messages: Sequence[Message], compactor: Compactor, *, keep_requests: bool = False
+    messages: Sequence[Message],
+    compactor: Compactor,
+    *,
+    keep_requests: bool = False,
+    price: Price | None = None,
+    ttl: int | None = None,
+    cadence: float = 30.0,
+    overhead: int = 0,
 ) -> Iterator[ReplayRecord]:
     """Yield a :class:`ReplayRecord` for every model call the transcript ``messages`` records.
 
@@ -150,19 +192,129 @@ def replay(
     accumulating) and follows the transcript from there; replay it with a fresh compactor for
     figures of its own. ``keep_requests`` keeps every request on its record (memory grows
     with the transcript times the window).
+
+    With ``price``, every call is priced (see the module docstring): ``ttl`` is the cache
+    lifetime in seconds (default: the model's first), ``cadence`` the seconds between calls
+    where the log records no time, ``overhead`` tokens sent with every request that the log
+    does not hold (a system prompt or tool schemas the agent never logged).
     """
     msgs = tuple(messages)
     for i, m in enumerate(msgs):
         if not isinstance(m, Message):
             raise TypeError(f"messages[{i}] must be a compaction.Message, got {type(m).__name__}")
+    if isinstance(cadence, bool) or not isinstance(cadence, int | float) or not cadence >= 0:
+        raise ValueError(f"cadence must be a number of seconds >= 0, got {cadence!r}")
+    if isinstance(overhead, bool) or not isinstance(overhead, int) or overhead < 0:
+        raise ValueError(f"overhead must be a number of tokens >= 0, got {overhead!r}")
     compactor.reset()
+    meter = _Meters(msgs, compactor, price, ttl, float(cadence), overhead)
+    if price is not None:
+        events.summarized.connect(meter.on_summarized)
+    try:
+        yield from _replay(msgs, compactor, keep_requests, meter)
+    finally:
+        events.summarized.disconnect(meter.on_summarized)
+
+
+class _Meters:
+    """The pricing half of a replay: the compacted run's cache and the baseline's."""
+
+    def __init__(
+        self,
+        msgs: tuple[Message, ...],
+        compactor: Compactor,
+        price: Price | None,
+        ttl: int | None,
+        cadence: float,
+        overhead: int,
+    ) -> None:
+        self.msgs = msgs
+        self.count = compactor.counter.count
+        self.tool_tokens = compactor.tool_tokens
+        self.price = price
+        self.compacted = CacheMeter(price, ttl) if price else None
+        self.baseline = CacheMeter(price, ttl) if price else None
+        self.cadence = cadence
+        self.overhead = overhead
+        head = 0
+        for m in msgs:
+            if m.role != "system":
+                break
+            head += self.count(m)
+        self.fixed = overhead + compactor.tool_tokens + head
+        self.running = 0  # local count of msgs[:done]
+        self.done = 0
+        self.at = 0.0
+        self.summaries: list[tuple[int, int]] = []
+        # The policy (cache-aware trigger) is told the transcript's time of every call.
+        self.policy = getattr(compactor, "policy", None)
+
+    def on_summarized(self, sender: Any, **kw: Any) -> None:
+        from .summarizers.extractive import ExtractiveSummarizer
+
+        # The extractive summariser runs offline: no model call, nothing to pay.
+        if isinstance(getattr(sender, "summarizer", None), ExtractiveSummarizer):
+            return
+        self.summaries.append((int(kw.get("input_tokens") or 0), int(kw.get("output_tokens") or 0)))
+
+    def time(self, index: int, call: int) -> tuple[float, bool]:
+        at = call_time(self.msgs[index])
+        if at is None:
+            at, timed = (self.at + self.cadence if call else 0.0), False
+        else:
+            timed = True
+        self.at = at
+        if self.policy is not None and hasattr(self.policy, "tick"):
+            self.policy.tick(at)
+        return at, timed
+
+    def output(self, index: int) -> int:
+        usage = recorded_usage(self.msgs[index])
+        if usage is not None:
+            return usage.output
+        total, k = 0, index
+        while k < len(self.msgs) and self.msgs[k].role == "assistant":
+            total += self.count(self.msgs[k])
+            k += 1
+        return total
+
+    def baseline_tokens(self, index: int) -> int:
+        while self.done < index:
+            self.running += self.count(self.msgs[self.done])
+            self.done += 1
+        return self.running + self.tool_tokens
+
+    def price_call(
+        self, at: float, sent: int, prefix: int, previous_baseline: int, index: int
+    ) -> tuple[int, int, CallCost | None, CallCost | None, tuple[int, int]]:
+        output = self.output(index)
+        base = self.baseline_tokens(index)
+        summary = (sum(s[0] for s in self.summaries), sum(s[1] for s in self.summaries))
+        self.summaries.clear()
+        if self.compacted is None or self.baseline is None:
+            return output, base, None, None, summary
+        extra = self.overhead
+        cost = self.compacted.call(
+            at, sent + extra, prefix + extra if prefix else 0, output, fixed=self.fixed
+        )
+        # With no compaction every request extends the previous one.
+        shared = previous_baseline + extra if previous_baseline else 0
+        baseline = self.baseline.call(at, base + extra, shared, output, fixed=self.fixed)
+        return output, base, cost, baseline, summary
+
+
+def _replay(
+    msgs: tuple[Message, ...], compactor: Compactor, keep_requests: bool, meter: _Meters
+) -> Iterator[ReplayRecord]:
     tool_tokens = compactor.tool_tokens
     previous: Sequence[Message] | None = None
     previous_tokens = 0  # messages only
+    previous_baseline = 0
     call = 0
     for index, message in enumerate(msgs):
         if message.role != "assistant" or index == 0 or msgs[index - 1].role == "assistant":
             continue
+        at, timed = meter.time(index, call)
         request = compactor.before_call(_Prefix(msgs, index))
         stats = compactor.stats
         result = compactor.last_result
@@ -179,6 +331,9 @@ def replay(
             prefix = previous_tokens + tool_tokens
         else:
             prefix = _common_prefix(request, previous, compactor) + tool_tokens
+        output, base, cost, baseline, summary = meter.price_call(
+            at, sent, prefix, previous_baseline, index
+        )
         yield ReplayRecord(
             call=call,
             index=index,
@@ -191,7 +346,15 @@ def replay(
             prefix_tokens=prefix,
             prefix_share=prefix / sent if sent else 0.0,
             request=tuple(request) if keep_requests else None,
+            at=at,
+            timed=timed,
+            output_tokens=output,
+            baseline_tokens=base,
+            cost=cost,
+            baseline=baseline,
+            summary_tokens=summary,
         )
         previous = request
         previous_tokens = sent - tool_tokens
+        previous_baseline = base
         call += 1

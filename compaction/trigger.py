@@ -118,7 +118,9 @@ class Compactor(_ConversationView):
     labels for every event of a triggered run; ``min_saving`` the least share of the window a
     compaction must save to be taken (capped at half the gap between the marks);
     ``strict_floor`` (with the default pipeline) keeps an over-target result rather than
-    cutting protected messages to fit. See the module docstring for the contract.
+    cutting protected messages to fit; ``policy`` decides when to compact in place of the
+    fixed ``compact_at`` mark (:class:`compaction.cache_policy.CacheAware`). See the module
+    docstring for the contract.
     """
 
     def __init__(
@@ -133,6 +135,7 @@ class Compactor(_ConversationView):
         labels: Mapping[str, Any] | None = None,
         min_saving: float = 0.05,
         strict_floor: bool = False,
+        policy: Any = None,
     ) -> None:
         if pipeline is None:
             pipeline = default_pipeline(counter=counter, strict_floor=strict_floor)
@@ -184,6 +187,10 @@ class Compactor(_ConversationView):
         self.stats = CompactorStats()
         #: The result of the last pipeline run in the last call, or None when it did not run.
         self.last_result: CompactionResult | None = None
+        #: When to compact instead of the fixed mark (e.g. compaction.cache_policy.CacheAware).
+        self.policy = policy
+        if policy is not None:
+            policy.attach(self)
         self.reset()
 
     def __repr__(self) -> str:
@@ -269,6 +276,8 @@ class Compactor(_ConversationView):
         compacting, else the compacted prefix followed by what was appended since.
         """
         plan = self._plan(messages, usage)
+        if self.policy is not None:
+            self.policy.adjust(self, plan)
         self.last_result = None
         if not plan.compact:
             return self._commit(plan, plan.request, plan.tokens)
@@ -286,6 +295,8 @@ class Compactor(_ConversationView):
     ) -> Sequence[Message]:
         """Async twin of :meth:`before_call`: awaits strategies that do I/O (summarisers)."""
         plan = self._plan(messages, usage)
+        if self.policy is not None:
+            self.policy.adjust(self, plan)
         self.last_result = None
         if not plan.compact:
             return self._commit(plan, plan.request, plan.tokens)

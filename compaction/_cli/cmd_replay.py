@@ -17,6 +17,7 @@ from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
 from .inputs import STDIO, Source, load
 from .ladder import build_ladder, cached, counter_label
 from .render import Table, dump_json, render, say
+from .replay_cost import _cost, _earnings, _price, _price_info
 
 __all__ = ["replay_file", "run"]
 
@@ -35,9 +36,19 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
     compactor = _compactor(
         pipeline, options, counter, tools if isinstance(tools, list) else None, str(source.path)
     )
-    records = list(replay(loaded.messages, compactor))
+    price = _price(options)
+    records = list(
+        replay(
+            loaded.messages,
+            compactor,
+            price=price,
+            ttl=options["ttl"],
+            cadence=options["cadence"],
+            overhead=options["overhead"],
+        )
+    )
     calls = [_record(r) for r in records]
-    return {
+    report = {
         "file": str(source.path),
         "format": loaded.format,
         "counter": counter_label(counter),
@@ -48,6 +59,10 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
         "calls": calls,
         "totals": _totals(ReplayTotals.of(records)),
     }
+    if price is not None:
+        report["price"] = _price_info(price, compactor, options)
+        report["compactions"] = _earnings(records, price)
+    return report
 
 
 def _record(r: Any) -> dict[str, Any]:
@@ -62,6 +77,17 @@ def _record(r: Any) -> dict[str, Any]:
         "tokens_saved": r.tokens_saved,
         "prefix_tokens": r.prefix_tokens,
         "prefix_share": round(r.prefix_share, 4),
+        **(
+            {
+                "at": r.at,
+                "timed": r.timed,
+                "cost": _cost(r.cost),
+                "uncompacted_tokens": r.baseline_tokens,
+                "uncompacted": _cost(r.baseline),
+            }
+            if r.cost is not None
+            else {}
+        ),
     }
 
 
@@ -75,6 +101,15 @@ def _totals(t: Any) -> dict[str, Any]:
         "prefix_tokens": t.prefix_tokens,
         "cache_share": round(t.cache_share, 4),
         "strategies": dict(t.strategies),
+        **(
+            {
+                "cost": _cost(t.cost),
+                "uncompacted": _cost(t.baseline),
+                "uncompacted_max_tokens": t.baseline_max_tokens,
+            }
+            if t.cost is not None
+            else {}
+        ),
     }
 
 
@@ -91,6 +126,11 @@ def _print_single(report: dict[str, Any]) -> None:
         sys.stdout,
     )
     sys.stdout.write("\n")
+    if "price" in report:
+        from .replay_cost import print_priced
+
+        print_priced(report)
+        return
     table = Table(
         ["call", "msg #", "messages", "tokens sent", "compacted", "saved", "prefix"],
         right=frozenset({"call", "msg #", "messages", "tokens sent", "saved", "prefix"}),
@@ -124,14 +164,21 @@ def _print_single(report: dict[str, Any]) -> None:
 
 
 def _print_summary(reports: list[dict[str, Any]]) -> None:
+    priced = all("price" in r for r in reports)
+    columns = ["file", "calls", "compactions", "max sent", "tokens sent", "cache share", "fits"]
+    if priced:
+        columns += ["cost $", "uncompacted $"]
     table = Table(
-        ["file", "calls", "compactions", "max sent", "tokens sent", "cache share", "fits"],
+        columns,
         title="replay summary",
-        right=frozenset({"calls", "compactions", "max sent", "tokens sent", "cache share"}),
+        right=frozenset(set(columns) - {"file", "fits"}),
     )
+    sent = prefix = 0
     for r in reports:
         t = r["totals"]
-        table.add(
+        sent += t["tokens_sent"]
+        prefix += t["prefix_tokens"]
+        row = [
             r["file"],
             t["calls"],
             t["compactions"],
@@ -139,7 +186,26 @@ def _print_summary(reports: list[dict[str, Any]]) -> None:
             t["tokens_sent"],
             _pct(t["cache_share"]),
             "yes" if r["fits"] else "NO",
-        )
+        ]
+        if priced:
+            row += [f"{t['cost']['usd']:.4f}", f"{t['uncompacted']['usd']:.4f}"]
+        table.add(*row)
+    # Totals over the files: counts add up; the cache share is weighted by tokens sent.
+    footer = [
+        f"total ({len(reports)} files)",
+        sum(r["totals"]["calls"] for r in reports),
+        sum(r["totals"]["compactions"] for r in reports),
+        max((r["totals"]["max_tokens_sent"] for r in reports), default=0),
+        sent,
+        _pct(prefix / sent if sent else 0.0),
+        "yes" if all(r["fits"] for r in reports) else "NO",
+    ]
+    if priced:
+        footer += [
+            f"{sum(r['totals']['cost']['usd'] for r in reports):.4f}",
+            f"{sum(r['totals']['uncompacted']['usd'] for r in reports):.4f}",
+        ]
+    table.footer = tuple(footer)
     render(table)
 
 
@@ -150,6 +216,14 @@ def _compactor(
     into, tool schemas that take all of it) are bad usage, not a bug."""
     from ..trigger import Compactor
 
+    policy = None
+    if options.get("policy") == "cache-aware":
+        from ..cache_policy import CacheAware
+
+        price = _price(options)
+        if price is None:
+            raise CliError("--policy cache-aware needs --price MODEL (it weighs the cache)")
+        policy = CacheAware(price, ttl=options.get("ttl"))
     try:
         return Compactor(
             pipeline,
@@ -158,6 +232,7 @@ def _compactor(
             compact_to=options["compact_to"],
             counter=counter,
             tools=tools,
+            policy=policy,
         )
     except ValueError as exc:
         text = " ".join(str(exc).split())
@@ -173,8 +248,29 @@ def run(args: Any) -> int:
     counter = cached("counter", args.counter, args.encoding)
     options = {
         k: getattr(args, k)
-        for k in ("counter", "encoding", "ladder", "config", "window", "compact_at", "compact_to")
+        for k in (
+            "counter",
+            "encoding",
+            "ladder",
+            "config",
+            "window",
+            "compact_at",
+            "compact_to",
+            "price",
+            "prices",
+            "ttl",
+            "cadence",
+            "overhead",
+            "policy",
+        )
     }
+    if args.prices and not args.price:
+        raise CliError("--prices FILE needs --price MODEL (which row of the table to use)")
+    if not (args.cadence >= 0 and args.cadence < float("inf")):
+        raise CliError(f"--cadence must be a number of seconds >= 0, got {args.cadence}")
+    if args.overhead < 0:
+        raise CliError(f"--overhead must be a number of tokens >= 0, got {args.overhead}")
+    _price(options)
     # Bad keys, config or window: fail before reading any file.
     _compactor(build_ladder(args.ladder, args.config, counter), options, counter, None, None)
     batch = Batch(args.files, "replaying", args.jobs, args.verbose)

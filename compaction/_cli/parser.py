@@ -123,9 +123,12 @@ REPLAY_EPILOG = """\
 examples:
   compaction replay run.traj.json --window 32000
   compaction replay run.json --window 16000 --compact-at 0.7 --compact-to 0.4 --plot calls.png
+  compaction replay session.jsonl --window 100000 --price claude-sonnet-4-5 --ttl 3600
 
 Each model call is replayed through the trigger (compact at --compact-at of the window, down
-to --compact-to), and its tokens sent, compactions and prefix-cache share are shown.
+to --compact-to), and its tokens sent, compactions and prefix-cache share are shown. With
+--price, every call is also priced with the provider's prompt cache (reads, writes, uncached
+input, output, USD), beside the same run with no compaction; see docs/cost.md.
 """
 
 STRATEGIES_EPILOG = """\
@@ -254,6 +257,38 @@ def build_parser() -> Parser:
     )
     replay.add_argument(
         "--plot", metavar="OUT.png", help="draw tokens per call (needs matplotlib: '[plot]')"
+    )
+    replay.add_argument(
+        "--price", metavar="MODEL", help="price every call as MODEL (a row of the price table)"
+    )
+    replay.add_argument(
+        "--prices", metavar="FILE", help="price table (TOML) to use instead of the shipped one"
+    )
+    replay.add_argument(
+        "--ttl",
+        type=positive_int,
+        metavar="SECONDS",
+        help="prompt-cache lifetime (default: the model's first, e.g. 300)",
+    )
+    replay.add_argument(
+        "--cadence",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="seconds between calls where the log records no time (default 30)",
+    )
+    replay.add_argument(
+        "--overhead",
+        type=int,
+        default=0,
+        metavar="N",
+        help="tokens sent with every request that the log does not hold (system prompt, tools)",
+    )
+    replay.add_argument(
+        "--policy",
+        choices=("default", "cache-aware"),
+        default="default",
+        help="when to compact: at --compact-at (default) or when it pays (needs --price)",
     )
 
     strategies = sub.add_parser(
