@@ -163,7 +163,7 @@ def _finish(sender: Any, run: Run, before: int, started: float, ok: bool) -> Com
 def _fail(sender: Any, run: Run, exc: BaseException) -> None:
     if exc is run.reported:  # the layer that raised has reported it already
         return
-    log.error("compaction.failed", error=repr(exc), labels=run.labels)
+    log.error("compaction.failed", error=exc, labels=run.labels)
     events.failed.send(sender, name="pipeline", error=exc, stage="run", labels=run.labels)
 
 

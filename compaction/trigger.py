@@ -249,7 +249,7 @@ class Compactor(_ConversationView):
         self.stats.failures += 1
         self.last_result = None
         self._back_off(plan.estimate)
-        log.error("trigger.failed", error=repr(exc), labels=plan.labels)
+        log.error("trigger.failed", error=exc, labels=plan.labels)
         events.failed.send(self, name="compactor", error=exc, stage="trigger", labels=plan.labels)
         events.duration.send(
             self,

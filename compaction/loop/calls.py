@@ -158,7 +158,7 @@ class Step:
                     raise TypeError(f"tool {call.name!r} is async: use `await loop.arun(...)`")
                 value = await value
         except BaseException as exc:
-            log.warning("loop.tool_failed", tool=call.name, error=repr(exc))
+            log.warning("loop.tool_failed", tool=call.name, error=exc)
             self._failed(call, shown, started, exc, "run")
             if not isinstance(exc, Exception):  # Ctrl-C, exit: reported, then let through
                 raise
@@ -171,7 +171,7 @@ class Step:
             except (TypeError, ValueError) as exc:
                 # A value the context cannot hold (a session's context keeps JSON only): the
                 # tool's changes are dropped, as when it raises, and the model is told.
-                log.warning("loop.context_refused", tool=call.name, error=repr(exc))
+                log.warning("loop.context_refused", tool=call.name, error=exc)
                 self._failed(call, shown, started, exc, "context")
                 return f"error: {call.name} changed the context in a way it cannot keep: {exc}"
             changes.extend(made)

@@ -89,7 +89,7 @@ class History:
         except (TypeError, ValueError) as exc:
             # The raw history is intact either way; a view that cannot be kept only costs the
             # next run a compaction of its own.
-            log.warning("loop.view_not_stored", error=str(exc), agent=config.name)
+            log.warning("loop.view_not_stored", error=exc, agent=config.name)
 
 
 def frame(
