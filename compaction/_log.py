@@ -54,12 +54,13 @@ class _Logger:
     __slots__ = ()
 
     def _emit(self, level: str, event: str, **fields: Any) -> None:
-        fields = {key: _field(value) for key, value in fields.items()}
         structlog = _configured_structlog()
         if structlog is not None:
+            fields = {key: _field(value) for key, value in fields.items()}
             getattr(structlog.get_logger("compaction"), level)(event, **fields)
         elif level in ("warning", "error"):
-            detail = " ".join(f"{k}={v!r}" for k, v in fields.items())
+            # Bounded only when written: a dropped debug line costs nothing.
+            detail = " ".join(f"{k}={_field(v)!r}" for k, v in fields.items())
             getattr(_stdlib, level)("%s %s", event, detail)
 
     def debug(self, event: str, **fields: Any) -> None:

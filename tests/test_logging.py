@@ -89,3 +89,13 @@ def test_error_text_in_log_lines_is_opt_in_and_bounded() -> None:
     failed = [line for line in lines if "summary.failed" in line]
     assert failed and all("RuntimeError: upstream 400, you sent:" in line for line in failed)
     assert max(map(len, lines)) < 3 * 1024
+
+
+def test_structlog_gets_the_same_bounded_fields() -> None:
+    configure = CONFIGURE.replace("import structlog", "import structlog, sys")
+    code = FAILING.format(opt_in=configure)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    failed = [line for line in out.stdout.splitlines() if "summary.failed" in line]
+    assert failed and all("error='RuntimeError'" in line for line in failed)
+    assert "CANARY" not in out.stdout
+    assert max(map(len, out.stdout.splitlines())) < 3 * 1024

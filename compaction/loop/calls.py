@@ -275,7 +275,5 @@ def _loggable(fields: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(value, ToolCall):
             value = value.id
-        elif isinstance(value, BaseException):
-            value = repr(value)
-        out[key] = value
+        out[key] = value  # an exception stays one: the log describes it (compaction._redact)
     return out

@@ -215,7 +215,8 @@ class TurnLoop:
 
     def _emit(self, signal: NamedSignal, **fields: Any) -> None:
         agent = self.config.name
-        shown = {k: (repr(v) if k == "error" else v) for k, v in fields.items() if k != "prompt"}
+        # The exception itself: the log describes it by type unless text was asked for.
+        shown = {k: v for k, v in fields.items() if k != "prompt"}
         log.debug(signal.name, agent=agent, **shown)
         notify(signal, self, agent=agent, labels={"agent": agent}, **fields)
 
