@@ -8,13 +8,21 @@ configured, every event goes through the application's structlog processors.
 
 structlog is not imported here: an application that configured it has imported it already, and
 importing it ourselves would cost every CLI start a few hundred milliseconds for nothing.
+
+Every field is bounded before it is written (see :mod:`compaction._redact`): a string to about
+1 kB, an exception to its type name unless the application opted in to exception text with
+:func:`compaction.events.record_error_text`. Log lines are shipped and kept where a
+conversation's secrets must not follow, and a summariser error can quote the whole transcript.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from typing import Any
+
+from ._redact import LIMIT, bound, describe_error
 
 _stdlib = logging.getLogger("compaction")
 
@@ -26,15 +34,33 @@ def _configured_structlog() -> Any | None:
     return None
 
 
+def _field(value: Any) -> Any:
+    """``value`` as it may be written: scalars as they are, strings and exceptions bounded,
+    containers (labels) by their bounded repr when it is long."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, BaseException):
+        return describe_error(value)
+    if isinstance(value, str):
+        return bound(value)
+    if isinstance(value, Mapping) and len(value) <= 64:
+        small = {bound(str(k), 128): _field(v) for k, v in value.items()}
+        return small if len(repr(small)) <= LIMIT else bound(repr(small))
+    text = repr(value)
+    return value if len(text) <= LIMIT else bound(text)
+
+
 class _Logger:
     __slots__ = ()
 
     def _emit(self, level: str, event: str, **fields: Any) -> None:
         structlog = _configured_structlog()
         if structlog is not None:
+            fields = {key: _field(value) for key, value in fields.items()}
             getattr(structlog.get_logger("compaction"), level)(event, **fields)
         elif level in ("warning", "error"):
-            detail = " ".join(f"{k}={v!r}" for k, v in fields.items())
+            # Bounded only when written: a dropped debug line costs nothing.
+            detail = " ".join(f"{k}={_field(v)!r}" for k, v in fields.items())
             getattr(_stdlib, level)("%s %s", event, detail)
 
     def debug(self, event: str, **fields: Any) -> None:

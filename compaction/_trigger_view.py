@@ -99,7 +99,7 @@ class _ConversationView:
         try:
             return usage_tokens(usage)
         except (TypeError, ValueError) as exc:
-            log.warning("trigger.usage_unreadable", error=str(exc), labels=self.labels)
+            log.warning("trigger.usage_unreadable", error=exc, labels=self.labels)
             return None
 
     def _extends(self, messages: Sequence[Message], length: int, first: Any, last: Any) -> bool:

@@ -81,6 +81,24 @@ def check_bool(what: str, value: Any) -> bool:
     return value
 
 
+def check_labels(value: Any) -> dict[str, Any]:
+    """``labels`` as a dict, or a clear error: they tag every event and span of a run, so
+    they are a mapping of tag names to values (``{"agent": "a1"}``), never a list."""
+    if value is None:
+        return {}
+    if not isinstance(value, collections.abc.Mapping):
+        raise TypeError(
+            "labels must be a mapping of tag names to values, such as {'agent': 'a1'}; "
+            f"got {type(value).__name__} {_short(value)}"
+        )
+    return dict(value)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 # -- option types from constructor annotations ---------------------------------------------------
 
 _UNKNOWN = None  # a type this module cannot check: the constructor checks it itself

@@ -20,6 +20,7 @@ import attrs
 from . import events
 from ._log import log
 from .budget import Budget, resolve_target
+from .checks import check_labels
 from .messages import Message
 from .result import Applied, CompactionResult, Declined
 from .tokens import TokenCounter, default_counter
@@ -114,7 +115,7 @@ def _start(
     validate(msgs)
     counter = counter or default_counter()
     tokens = counter.count_messages(msgs)
-    run = Run(msgs, tokens, limit, counter, dict(labels or {}), strict)
+    run = Run(msgs, tokens, limit, counter, check_labels(labels), strict)
     # ``started`` fires for every run, with the same keyword arguments as ever (receivers with
     # fixed signatures must keep working): ``tokens > target`` says whether there is anything to
     # do. A count of compactions reads ``changed`` on ``compacted`` instead.
@@ -163,7 +164,7 @@ def _finish(sender: Any, run: Run, before: int, started: float, ok: bool) -> Com
 def _fail(sender: Any, run: Run, exc: BaseException) -> None:
     if exc is run.reported:  # the layer that raised has reported it already
         return
-    log.error("compaction.failed", error=repr(exc), labels=run.labels)
+    log.error("compaction.failed", error=exc, labels=run.labels)
     events.failed.send(sender, name="pipeline", error=exc, stage="run", labels=run.labels)
 
 

@@ -82,6 +82,8 @@ from __future__ import annotations
 
 from blinker import Namespace
 
+from ._redact import error_text_recorded, set_error_text
+
 __all__ = [
     "compacted",
     "duration",
@@ -93,6 +95,7 @@ __all__ = [
     "model_call_finished",
     "model_call_started",
     "namespace",
+    "record_error_text",
     "started",
     "strategy_applied",
     "strategy_declined",
@@ -106,6 +109,22 @@ __all__ = [
 ]
 
 namespace = Namespace()
+
+
+def record_error_text(enabled: bool = True) -> bool:
+    """Let compaction's log lines carry exception text; return the previous setting.
+
+    Off by default: a failure is logged by its exception type alone (``error=RuntimeError``),
+    because exception text is written by whoever raised it, and a summariser or a proxy that
+    echoes its input puts the whole conversation, secrets included, into the message. On, the
+    text is logged cut to about 1 kB. Receivers of these signals always get the exception
+    object itself; this only governs what is written to logs. Spans have their own switch:
+    ``compaction.integrations.otel.instrument(record_exception_text=True)``.
+    """
+    previous = error_text_recorded()
+    set_error_text(enabled)
+    return previous
+
 
 started = namespace.signal(
     "compaction.started",

@@ -21,12 +21,19 @@ The rules (each provider's published accounting):
   objects; when they cannot be found (compressed object streams, a file by id or URL) the
   estimate is one page per :data:`PDF_BYTES_PER_PAGE` bytes, at least one. A plain-text
   document is counted as its text.
+- **Provider-neutral images** (a framework's own form: LangChain's standard ``image`` blocks,
+  pydantic-ai's ``BinaryContent`` and ``ImageUrl``): such a message may go to either provider,
+  and under-counting is what overflows a window, so one costs the larger of the two rules
+  (:func:`neutral_image_tokens`). An image in a provider's own form inside a framework message
+  (an OpenAI ``image_url`` part, an Anthropic ``image`` block in LangChain content) is counted
+  by that provider's rule, as the adapters count it.
 - Other non-text parts (audio, unknown kinds) are not counted.
 
 Sizes are read from the image header (PNG, JPEG, GIF, WebP) in the first bytes of the base64
 data; nothing else is decoded, so a huge image costs a bounded amount of work. The parts are
 read from ``meta["openai"]`` (chat completions), ``meta["responses"]`` (Responses API items)
-and ``meta["anthropic"]``.
+and ``meta["anthropic"]``; the framework converters describe theirs in ``meta["media"]``
+(:mod:`compaction.media_parts`), small JSON a session can keep.
 """
 
 from __future__ import annotations
@@ -45,9 +52,12 @@ __all__ = [
     "PDF_PAGE_TOKENS",
     "anthropic_image_tokens",
     "image_size",
+    "image_size_of",
     "media_tokens",
+    "neutral_image_tokens",
     "openai_image_tokens",
     "pdf_pages",
+    "pdf_pages_of",
 ]
 
 OPENAI_IMAGE_MAX: Final = 85 + 170 * 8  # 768 x 2048 after scaling: 2 x 4 tiles
@@ -108,7 +118,12 @@ def _webp_size(head: bytes) -> tuple[int, int] | None:
 
 def image_size(data: str) -> tuple[int, int] | None:
     """``(width, height)`` of a base64 PNG, JPEG, GIF or WebP image, or None when unknown."""
-    head = _decode(data, _HEADER_B64)
+    return image_size_of(_decode(data, _HEADER_B64))
+
+
+def image_size_of(head: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` from the first bytes of a PNG, JPEG, GIF or WebP file, or None."""
+    head = head[: _HEADER_B64 * 3 // 4]
     size: tuple[int, int] | None = None
     if head[:8] == b"\x89PNG\r\n\x1a\n" and len(head) >= 24:
         size = struct.unpack(">II", head[16:24])
@@ -152,10 +167,46 @@ _PAGE: Final = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 def pdf_pages(data: str) -> int:
     """Pages of a base64 PDF: its page objects, else one per :data:`PDF_BYTES_PER_PAGE`."""
     raw = _decode(data, _PDF_SCAN * 4 // 3)
+    return _pages(raw, math.ceil(len(data) * 3 / 4))
+
+
+def pdf_pages_of(raw: bytes) -> int:
+    """Pages of a PDF file's bytes (as :func:`pdf_pages`)."""
+    return _pages(raw[:_PDF_SCAN], len(raw))
+
+
+def _pages(raw: bytes, size: int) -> int:
     found = len(_PAGE.findall(raw))
     if found:
         return found
-    return max(1, math.ceil(len(data) * 3 / 4 / PDF_BYTES_PER_PAGE))
+    return max(1, math.ceil(size / PDF_BYTES_PER_PAGE))
+
+
+def neutral_image_tokens(size: tuple[int, int] | None) -> int:
+    """What an image in no provider's own form costs: the larger of the two rules."""
+    return max(openai_image_tokens(size), anthropic_image_tokens(size))
+
+
+def _described(part: Any) -> int:
+    """Tokens of one descriptor written by :mod:`compaction.media_parts`."""
+    if not isinstance(part, Mapping):
+        return 0
+    kind = part.get("type")
+    if kind == "image":
+        raw = part.get("size")
+        size = (
+            (int(raw[0]), int(raw[1])) if isinstance(raw, list | tuple) and len(raw) == 2 else None
+        )
+        rule = part.get("rule")
+        if rule == "openai":
+            return openai_image_tokens(size, str(part.get("detail") or "auto"))
+        if rule == "anthropic":
+            return anthropic_image_tokens(size)
+        return neutral_image_tokens(size)
+    if kind == "pdf":
+        pages = part.get("pages")
+        return (pages if isinstance(pages, int) and pages > 0 else 1) * PDF_PAGE_TOKENS
+    return 0
 
 
 def _data_url(url: Any) -> tuple[str, str] | None:
@@ -230,6 +281,11 @@ def media_tokens(meta: Mapping[str, Any], content: str, count_text: Callable[[st
             parts = record.get("parts")
             if isinstance(parts, list) and content == record.get("parts_text"):
                 total += sum(_openai_part(p) for p in parts)
+    described = meta.get("media")  # the framework converters' descriptors
+    if isinstance(described, Mapping) and content == described.get("text"):
+        parts = described.get("parts")
+        if isinstance(parts, list):
+            total += sum(_described(p) for p in parts)
     anthropic = meta.get("anthropic")
     if isinstance(anthropic, Mapping) and content == anthropic.get("text"):
         blocks = anthropic.get("blocks")

@@ -8,7 +8,7 @@ always counted afresh.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final, Literal
 
 import attrs
@@ -75,8 +75,20 @@ def _content(value: Any) -> str:
     )
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def _tool_calls(value: Any) -> tuple[ToolCall, ...]:
-    calls = tuple(value or ())
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | Mapping | ToolCall) or not isinstance(value, Iterable):
+        raise TypeError(
+            "Message.tool_calls must be a list of ToolCall, "
+            f"got {type(value).__name__} {_short(value)}"
+        )
+    calls = tuple(value)
     for i, call in enumerate(calls):
         if not isinstance(call, ToolCall):
             raise TypeError(
@@ -126,6 +138,11 @@ class Message:
             hint = " (map 'developer' to 'system' when reading)" if self.role == "developer" else ""
             raise ValueError(
                 f"Message.role must be one of {sorted(ROLES)}, got {self.role!r}{hint}"
+            )
+        if self.tool_call_id is not None and not isinstance(self.tool_call_id, str):
+            raise TypeError(
+                "Message.tool_call_id must be a str (the id of the call a tool result "
+                f"answers), got {type(self.tool_call_id).__name__} {_short(self.tool_call_id)}"
             )
         if self.role == "tool":
             if not isinstance(self.tool_call_id, str) or not self.tool_call_id:

@@ -117,6 +117,11 @@ class Registry:
 
     def get(self, key: str) -> type[Strategy]:
         """The class registered under ``key``."""
+        if not isinstance(key, str):
+            raise UnknownStrategyError(
+                f"a strategy key is a name (one of {', '.join(self.keys()) or '(none)'}), "
+                f"got {type(key).__name__} {key!r}"
+            )
         self._discover()
         if key in self._classes:
             return self._classes[key]
@@ -167,8 +172,13 @@ def _layer(entry: Any, where: str, reg: Registry) -> Strategy:
         raise ConfigError(f"{where}: expected a table with a 'strategy' key, got {entry!r}")
     options = dict(entry)
     key = options.pop("strategy", None)
-    if not isinstance(key, str):
+    if key is None:
         raise ConfigError(f"{where}: missing 'strategy' (one of {', '.join(reg.keys())})")
+    if not isinstance(key, str):
+        raise ConfigError(
+            f"{where}: 'strategy' must be a strategy name (one of {', '.join(reg.keys())}), "
+            f"got {type(key).__name__} {key!r}"
+        )
     try:
         return reg.create(key, **options)
     except UnknownStrategyError as exc:
@@ -188,7 +198,14 @@ def ladder_from_config(config: Mapping[str, Any], *, reg: Registry | None = None
         raise ConfigError(f"a ladder config must be a table, got {type(config).__name__}")
     unknown = sorted(set(config) - {"use", "run", "strict"})
     if unknown:
-        raise ConfigError(f"unknown ladder setting(s) {unknown}; expected 'use', 'run', 'strict'")
+        hint = (
+            " ('strategy' goes inside an entry: {'use': [{'strategy': 'truncate', ...}]})"
+            if "strategy" in unknown
+            else ""
+        )
+        raise ConfigError(
+            f"unknown ladder setting(s) {unknown}; expected 'use', 'run', 'strict'{hint}"
+        )
     layers = config.get("use", [])
     if not isinstance(layers, list):
         raise ConfigError("'use' must be a list of strategies")

@@ -360,7 +360,7 @@ class Strategy:
             "strategy.failed",
             strategy=self.name,
             stage=stage,
-            error=repr(exc),
+            error=exc,
             labels=dict(run.labels),
         )
         events.failed.send(self, name=self.name, error=exc, stage=stage, labels=run.labels)

@@ -80,7 +80,9 @@ class CachingCounter:
         self.encoded += 1
         total = self.per_message + self.count_text(message.content)
         meta = message.meta
-        if meta and ("openai" in meta or "anthropic" in meta or "responses" in meta):
+        if meta and (
+            "openai" in meta or "anthropic" in meta or "responses" in meta or "media" in meta
+        ):
             # Images and documents ride in the adapters' meta; they cost what the provider
             # bills for them, not the length of their base64 text. Imported on first use, so
             # `import compaction` does not pay for it.

@@ -76,6 +76,7 @@ import attrs
 from . import events
 from ._log import log
 from ._trigger_view import _ConversationView, _Plan
+from .checks import check_labels
 from .ladder import default_pipeline
 from .messages import Message
 from .pipeline import CompactionPipeline
@@ -183,7 +184,7 @@ class Compactor(_ConversationView):
         # as not worth it.
         share = min(self.min_saving, (self.compact_at - self.compact_to) / 2)
         self.min_saving_tokens = math.ceil(round(share * window, 6))
-        self.labels: dict[str, Any] = dict(labels or {})
+        self.labels: dict[str, Any] = check_labels(labels)
         self.stats = CompactorStats()
         #: The result of the last pipeline run in the last call, or None when it did not run.
         self.last_result: CompactionResult | None = None
@@ -256,7 +257,7 @@ class Compactor(_ConversationView):
         self.stats.failures += 1
         self.last_result = None
         self._back_off(plan.estimate)
-        log.error("trigger.failed", error=repr(exc), labels=plan.labels)
+        log.error("trigger.failed", error=exc, labels=plan.labels)
         events.failed.send(self, name="compactor", error=exc, stage="trigger", labels=plan.labels)
         events.duration.send(
             self,

@@ -6,9 +6,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from blinker import Signal
+
 from compaction import events
 
-SIGNALS = [getattr(events, name) for name in events.__all__ if name != "namespace"]
+# events also exports the namespace and record_error_text: only the signals are recorded.
+SIGNALS = [
+    getattr(events, name) for name in events.__all__ if isinstance(getattr(events, name), Signal)
+]
 
 
 class Recorded(list):

@@ -91,8 +91,8 @@ def test_openai_objects_mixed_with_dicts_in_one_request():
     out = to_openai(from_openai(history))
     assert out[1] == {"role": "assistant", "tool_calls": TOOL_TURN["tool_calls"]}
     # The same SDK call objects a second time: read alike, the reused id re-keyed visibly.
-    assert out[3]["tool_calls"] == [{**TOOL_TURN["tool_calls"][0], "id": "call_1~2"}]
-    assert out[4]["tool_call_id"] == "call_1~2"
+    assert out[3]["tool_calls"] == [{**TOOL_TURN["tool_calls"][0], "id": "call_1-r2"}]
+    assert out[4]["tool_call_id"] == "call_1-r2"
     assert [m["role"] for m in out] == ["user", "assistant", "tool", "assistant", "tool"]
 
 

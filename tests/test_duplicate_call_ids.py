@@ -6,6 +6,7 @@ reads conversations in (adapters and transcript readers) re-keys reuse visibly, 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,8 @@ from compaction.adapters.openai import from_openai, to_openai
 from compaction.formats import load
 from compaction.validate import InvalidConversationError, is_valid, validate
 from tests.test_cli import run
+
+ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 
 
 def _call(call_id: str, name: str = "bash") -> dict:
@@ -63,10 +66,10 @@ def test_from_openai_rekeys_visibly_and_anthropic_gets_unique_ids() -> None:
     messages = from_openai(OPENAI)
     assert is_valid(messages)
     second = messages[4]
-    assert [c.id for c in second.tool_calls] == ["call_1~2", "call_2"]
-    assert second.meta["rekeyed"] == {"call_1~2": "call_1"}
-    assert messages[5].tool_call_id == "call_1~2" and messages[5].content == "second"
-    assert messages[5].meta["rekeyed"] == {"call_1~2": "call_1"}
+    assert [c.id for c in second.tool_calls] == ["call_1-r2", "call_2"]
+    assert second.meta["rekeyed"] == {"call_1-r2": "call_1"}
+    assert messages[5].tool_call_id == "call_1-r2" and messages[5].content == "second"
+    assert messages[5].meta["rekeyed"] == {"call_1-r2": "call_1"}
     assert messages[3].tool_call_id == "call_1" and "rekeyed" not in messages[3].meta
     _, out = to_anthropic(messages)
     ids = _tool_use_ids(out)
@@ -75,10 +78,10 @@ def test_from_openai_rekeys_visibly_and_anthropic_gets_unique_ids() -> None:
         b["tool_use_id"] for m in out if isinstance(m["content"], list) for b in m["content"]
         if b.get("type") == "tool_result"
     ]  # fmt: skip
-    assert results == ["call_1", "call_1~2", "call_2"]
+    assert results == ["call_1", "call_1-r2", "call_2"]
     # OpenAI out carries the new ids too, so results still answer their own calls.
     written = to_openai(messages)
-    assert written[4]["tool_calls"][0]["id"] == written[5]["tool_call_id"] == "call_1~2"
+    assert written[4]["tool_calls"][0]["id"] == written[5]["tool_call_id"] == "call_1-r2"
 
 
 def test_from_anthropic_rekeys() -> None:
@@ -94,9 +97,9 @@ def test_from_anthropic_rekeys() -> None:
     ]  # fmt: skip
     messages = from_anthropic(raw)
     assert is_valid(messages)
-    assert messages[3].tool_calls[0].id == "toolu_1~2" == messages[4].tool_call_id
+    assert messages[3].tool_calls[0].id == "toolu_1-r2" == messages[4].tool_call_id
     _, out = to_anthropic(messages)
-    assert _tool_use_ids(out) == ["toolu_1", "toolu_1~2"]
+    assert _tool_use_ids(out) == ["toolu_1", "toolu_1-r2"]
 
 
 def test_readers_report_the_rekey_and_the_cli_writes_unique_ids(tmp_path: Path) -> None:
@@ -140,7 +143,7 @@ def test_readers_report_the_rekey_and_the_cli_writes_unique_ids(tmp_path: Path) 
         (m.role, m.tool_call_id, m.content) for m in cc_loaded.messages if m.role == "tool"
     ] == [
         ("tool", "toolu_1", "first"),
-        ("tool", "toolu_1~2", "second"),
+        ("tool", "toolu_1-r2", "second"),
     ]  # each result stays with its own call; nothing became an orphan
     assert [r.kind for r in cc_loaded.repairs] == ["rekeyed"]
 
@@ -148,7 +151,9 @@ def test_readers_report_the_rekey_and_the_cli_writes_unique_ids(tmp_path: Path) 
 @settings(max_examples=200, deadline=None)
 @given(
     groups=st.lists(
-        st.lists(st.sampled_from(["a", "b", "a~2"]), min_size=1, max_size=3, unique=True),
+        st.lists(
+            st.sampled_from(["a", "b", "a-r2", "a~2", "a.b:0"]), min_size=1, max_size=3, unique=True
+        ),
         max_size=6,
     )
 )
@@ -162,3 +167,4 @@ def test_any_reuse_of_ids_reads_in_valid(groups: list[list[str]]) -> None:
     _, out = to_anthropic(messages)
     ids = _tool_use_ids(out)
     assert len(ids) == len(set(ids)) == sum(len(g) for g in groups)
+    assert all(ANTHROPIC_ID.fullmatch(i) for i in ids)

@@ -701,8 +701,9 @@ def test_an_unknown_strategy_in_the_config_is_named(tmp_path):
 
 
 def test_an_interrupted_tool_leaves_the_session_valid(tmp_path):
-    # Ctrl-C while a tool runs: the call was asked for but never answered. The session must
-    # not keep the unanswered call, or every later run would be refused as invalid.
+    # Ctrl-C while a tool runs: the call may have had its effect, so the reply is kept with a
+    # result saying so (a retry must not run it blindly again); and the session must not keep
+    # an unanswered call, or every later run would be refused as invalid.
     sessions = pytest.importorskip("compaction.sessions")
     session = sessions.SessionStore(tmp_path).open("s")
 
@@ -713,7 +714,9 @@ def test_an_interrupted_tool_leaves_the_session_valid(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         loop.run("go")
     validate(session.messages)
-    assert [m.role for m in session.messages] == ["user"]
+    assert [m.role for m in session.messages] == ["user", "assistant", "tool"]
+    assert session.messages[-1].content.startswith("error: interrupted")
+    assert "KeyboardInterrupt" in session.messages[-1].content
     model = Scripted(assistant("fine"))
     assert TurnLoop(model, session=session).run("again").reply.content == "fine"
     validate(model.calls[0][0])

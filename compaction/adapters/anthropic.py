@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 from ..messages import Message, ToolCall
 from . import AdapterError
 from ._coerce import is_model, plain, plain_blocks
+from .ids import anthropic_id
 from .openai import META_KEY as OPENAI_META_KEY
 from .rekey import rekey
 
@@ -345,13 +346,29 @@ def _system(messages: Sequence[Message]) -> str | list[dict[str, Any]] | None:
     return out
 
 
+def _valid_ids(out: list[dict[str, Any]]) -> None:
+    """Every ``tool_use`` id and ``tool_result`` reference as Anthropic accepts them, mapped
+    the same way on both sides (the blocks are our own copies, so they are changed in place)."""
+    for message in out:
+        content = message["content"]
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if block.get("type") == "tool_use" and isinstance(block.get("id"), str):
+                block["id"] = anthropic_id(block["id"])
+            elif block.get("type") == "tool_result" and isinstance(block.get("tool_use_id"), str):
+                block["tool_use_id"] = anthropic_id(block["tool_use_id"])
+
+
 def to_anthropic(messages: Iterable[Message]) -> AnthropicRequest:
     """:class:`Message` objects as an Anthropic request: ``(system, messages)``.
 
     Leading system messages become ``system``; a system message later on cannot be expressed
     and raises :class:`AdapterError`. ``meta["compaction"]`` is not written out. What the API
     would reject is avoided: a message with no content at all is left out, and a conversation
-    that would open with the assistant opens with a short user turn (:data:`CONTINUED`).
+    that would open with the assistant opens with a short user turn (:data:`CONTINUED`), and
+    a tool-call id Anthropic refuses is mapped to one it accepts, the same way in every call
+    (:func:`compaction.adapters.ids.anthropic_id`).
     """
     msgs = tuple(messages)
     start = 0
@@ -383,6 +400,7 @@ def to_anthropic(messages: Iterable[Message]) -> AnthropicRequest:
             previous["content"] = _as_blocks(previous["content"]) + _as_blocks(content)
         else:
             out.append({"role": role, "content": content})
+    _valid_ids(out)
     if out and out[0]["role"] != "user":
         # The API wants the conversation to open with a user turn; a compacted (or OpenAI)
         # conversation may open with the assistant, so say plainly that it continues.

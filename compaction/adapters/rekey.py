@@ -5,7 +5,8 @@ two ``tool_use`` blocks share an id. Agent logs and hand-made requests do reuse 
 resumed session restarting its counter, ``call_1`` in every turn of a text-action agent), so
 everything that reads conversations in (the adapters' ``from_*`` and the transcript readers)
 passes them through :func:`rekey`: a call whose id an earlier message already used gets a new
-one (``<id>~2``, ``<id>~3``...), the results right after it follow, and both messages record
+one (``<id>-r2``, ``<id>-r3``...: only characters every provider accepts in an id, Anthropic
+included), the results right after it follow, and both messages record
 the change in ``meta["rekeyed"]`` (``{new id: old id}``), like the readers' other repairs.
 """
 
@@ -24,9 +25,9 @@ REKEYED_KEY: Final = "rekeyed"
 
 def _fresh(old: str, taken: set[str]) -> str:
     n = 2
-    while f"{old}~{n}" in taken:
+    while f"{old}-r{n}" in taken:
         n += 1
-    return f"{old}~{n}"
+    return f"{old}-r{n}"
 
 
 def rekey(messages: Sequence[Message]) -> tuple[Message, ...]:

@@ -238,7 +238,7 @@ class CompactionMiddleware(AgentMiddleware):
 
     def _failed(self, exc: Exception) -> None:
         # Compaction never fails the model call: the request goes out as it came.
-        log.error("langchain.compaction_failed", error=repr(exc), labels=self.labels)
+        log.error("langchain.compaction_failed", error=exc, labels=self.labels)
         events.failed.send(self, name="langchain", error=exc, stage="adapter", labels=self.labels)
 
     @staticmethod

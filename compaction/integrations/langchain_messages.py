@@ -33,6 +33,8 @@ from langchain_core.messages import (
 )
 
 from ..adapters import AdapterError
+from ..media_parts import KEY as MEDIA_KEY
+from ..media_parts import describe_block, media_meta
 from ..messages import Message, ToolCall
 from ..transcript import PROVENANCE_KEY, SYNTHETIC_KEY
 
@@ -129,6 +131,11 @@ def message_from_langchain(message: BaseMessage, index: int = 0) -> Message:
         "calls": _call_keys(calls),
     }
     meta: dict[str, Any] = {META_KEY: record}
+    if isinstance(message.content, list):
+        # Images and documents cost what the provider bills, not their text (none).
+        media = media_meta(text, (describe_block(b) for b in message.content))
+        if media is not None:
+            meta[MEDIA_KEY] = media
     provenance = message.response_metadata.get(PROVENANCE_KEY)
     if isinstance(provenance, Mapping):
         meta[PROVENANCE_KEY] = dict(provenance)

@@ -164,7 +164,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
                 self._key(model, messages, request), window, request.get("tools")
             )
         except (AdapterError, TypeError, ValueError) as exc:
-            log.warning("litellm.unreadable_request", model=model, error=str(exc))
+            log.warning("litellm.unreadable_request", model=model, error=exc)
             return None
         return compactor, converted
 

@@ -49,7 +49,7 @@ def _read(items: Any) -> tuple[Message, ...] | None:
     try:
         return from_responses(items)
     except (AdapterError, TypeError, ValueError) as exc:
-        log.warning("openai_agents.unreadable_input", error=str(exc))
+        log.warning("openai_agents.unreadable_input", error=exc)
         return None
 
 

@@ -29,6 +29,13 @@ seconds, ok), ``failed`` (name, error, stage), ``summarized`` (name, input_token
 output_tokens, seconds, ok) and, when it comes, ``compacted`` (fits). A run is closed on its
 ``duration`` event (sent for every run, also one that raised), so the span never depends on
 ``compacted`` being sent.
+
+What a failure records: an ``exception`` event with ``exception.type`` and the frames of its
+traceback (``exception.stacktrace``, without the message line), and status ERROR with the type
+name as description. The exception's text (``exception.message``, and the status description)
+is recorded only with ``instrument(record_exception_text=True)``: it is written by whoever
+raised, and a summariser or proxy that echoes its input puts the conversation into it. Every
+string attribute (text, stack, label values, reasons) is cut to about 1 kB.
 """
 
 from __future__ import annotations
@@ -36,10 +43,12 @@ from __future__ import annotations
 import contextvars
 import threading
 import time
+import traceback
 from collections.abc import Mapping
 from typing import Any
 
 from .. import events
+from .._redact import bound, describe_error
 
 __all__ = ["instrument", "instrumented", "uninstrument"]
 
@@ -75,9 +84,11 @@ def _label_attributes(labels: Any) -> dict[str, Any]:
         return out
     for key, value in labels.items():
         if key == "conversation_id" and isinstance(value, str | int):
-            out["gen_ai.conversation.id"] = str(value)
-        elif isinstance(value, str | bool | int | float):
-            out[f"compaction.label.{key}"] = value
+            out["gen_ai.conversation.id"] = bound(str(value))
+        elif isinstance(value, str):
+            out[f"compaction.label.{bound(str(key), 128)}"] = bound(value)
+        elif isinstance(value, bool | int | float):
+            out[f"compaction.label.{bound(str(key), 128)}"] = value
     return out
 
 
@@ -90,9 +101,12 @@ def _ns_ago(seconds: Any) -> tuple[int, int]:
 
 
 class _Instrumentation:
-    def __init__(self, tracer_provider: Any, meter_provider: Any) -> None:
+    def __init__(
+        self, tracer_provider: Any, meter_provider: Any, record_exception_text: bool = False
+    ) -> None:
         from opentelemetry import metrics, trace
 
+        self.record_text = record_exception_text
         self._trace = trace
         from .. import __version__
 
@@ -141,6 +155,31 @@ class _Instrumentation:
     def disconnect(self) -> None:
         for signal, receiver in self.receivers.items():
             signal.disconnect(receiver)
+
+    def _record_error(
+        self,
+        span: Any,
+        error: Any,
+        attributes: dict[str, Any] | None = None,
+        *,
+        status: bool = True,
+    ) -> None:
+        """The OTel ``exception`` event and ERROR status for ``error``, bounded, with its text
+        only when the application asked for it (``Span.record_exception`` would write the
+        whole message, and the traceback's last line repeats it)."""
+        event = {"exception.type": describe_error(error, text=False), **(attributes or {})}
+        if isinstance(error, BaseException):
+            if self.record_text:
+                event["exception.message"] = bound(str(error))
+            if error.__traceback__ is not None:
+                event["exception.stacktrace"] = bound(
+                    "".join(traceback.format_tb(error.__traceback__))
+                )
+        span.add_event("exception", event)
+        if not status:  # a layer's failure the run survived leaves the run's status alone
+            return
+        description = describe_error(error, text=self.record_text)
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, description))
 
     # -- receivers (each takes **kwargs: new keyword arguments must never break a run) ------
 
@@ -200,13 +239,12 @@ class _Instrumentation:
             {
                 "compaction.strategy": name,
                 "compaction.outcome": "declined",
-                "compaction.decline_reason": str(kw.get("reason", "declined")),
+                "compaction.decline_reason": bound(str(kw.get("reason", "declined"))),
             },
         )
         error = kw.get("error")
         if isinstance(error, BaseException):
-            span.record_exception(error)
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, repr(error)))
+            self._record_error(span, error)
         span.end(end_time=end)
 
     def on_compacted(self, sender: Any, **kw: Any) -> None:
@@ -230,9 +268,7 @@ class _Instrumentation:
         )
         error = kw.get("error")
         if not ok:
-            if isinstance(error, BaseException):
-                span.record_exception(error)
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, repr(error)))
+            self._record_error(span, error)
         span.end(end_time=end)
         attributes = {"compaction.strategy": name, "gen_ai.operation.name": "chat"}
         self.summarizer_calls.add(1, {**attributes, "compaction.ok": ok})
@@ -254,7 +290,9 @@ class _Instrumentation:
         run = self._current()
         error = kw.get("error")
         if run is not None and isinstance(error, BaseException):
-            run.span.record_exception(error, attributes={"compaction.stage": stage})
+            self._record_error(
+                run.span, error, {"compaction.stage": bound(stage, 128)}, status=False
+            )
 
     def on_duration(self, sender: Any, **kw: Any) -> None:
         scope = str(kw.get("scope", "run"))
@@ -297,18 +335,23 @@ _lock = threading.Lock()
 _active: _Instrumentation | None = None
 
 
-def instrument(*, tracer_provider: Any = None, meter_provider: Any = None) -> None:
+def instrument(
+    *, tracer_provider: Any = None, meter_provider: Any = None, record_exception_text: bool = False
+) -> None:
     """Emit spans and metrics for every compaction from now on.
 
     ``tracer_provider`` / ``meter_provider`` default to the global ones OpenTelemetry was
-    configured with. Calling it again replaces the earlier subscription (so a test or an app
-    can switch providers); :func:`uninstrument` stops it.
+    configured with. ``record_exception_text`` adds an exception's text (cut to about 1 kB) to
+    its span event and status; off, a failure is recorded by its type and stack frames only,
+    since the text may quote the conversation (see the module docstring). Calling it again
+    replaces the earlier subscription (so a test or an app can switch providers);
+    :func:`uninstrument` stops it.
     """
     global _active
     with _lock:
         if _active is not None:
             _active.disconnect()
-        _active = _Instrumentation(tracer_provider, meter_provider)
+        _active = _Instrumentation(tracer_provider, meter_provider, record_exception_text)
         _active.connect()
 
 

@@ -187,7 +187,7 @@ class _Engine:
             return to_pydantic_ai(sent)
         except Exception as exc:
             # Compaction never fails the run: the request goes out as it came.
-            log.error("pydantic_ai.compaction_failed", error=repr(exc), labels=self.labels)
+            log.error("pydantic_ai.compaction_failed", error=exc, labels=self.labels)
             events.failed.send(
                 self, name="pydantic_ai", error=exc, stage="adapter", labels=self.labels
             )

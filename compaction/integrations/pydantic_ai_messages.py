@@ -35,7 +35,10 @@ from typing import Any, Final, TypeGuard
 from pydantic_ai.messages import (
     BaseToolCallPart,
     BaseToolReturnPart,
+    BinaryContent,
     CompactionPart,
+    DocumentUrl,
+    ImageUrl,
     ModelMessage,
     ModelRequest,
     ModelResponse,
@@ -51,6 +54,8 @@ from pydantic_ai.messages import (
 )
 
 from ..adapters import AdapterError
+from ..media_parts import KEY as MEDIA_KEY
+from ..media_parts import describe_bytes, describe_url, media_meta
 from ..messages import Message, ToolCall
 from ..transcript import PROVENANCE_KEY, SYNTHETIC_KEY
 
@@ -65,6 +70,26 @@ def _text(content: Any) -> str:
     if isinstance(content, Sequence):
         return "\n".join(item for item in content if isinstance(item, str))
     return str(content)
+
+
+def _media(content: Any, text: str) -> dict[str, Any] | None:
+    """The images and documents of a user prompt's content, described for the counter."""
+    if isinstance(content, str) or not isinstance(content, Sequence):
+        return None
+    parts = []
+    for item in content:
+        if isinstance(item, BinaryContent):
+            parts.append(describe_bytes(item.data, item.media_type))
+        elif isinstance(item, ImageUrl):
+            parts.append(describe_url(item.url, "image"))
+        elif isinstance(item, DocumentUrl):
+            try:
+                pdf = item.media_type == "application/pdf"
+            except ValueError:  # no type pydantic-ai can infer: counted as a page, not nothing
+                pdf = True
+            if pdf:
+                parts.append(describe_url(item.url, "pdf"))
+    return media_meta(text, parts)
 
 
 def _return_text(part: BaseToolReturnPart[Any]) -> str:
@@ -84,7 +109,9 @@ def _request_part(part: Any) -> tuple[str, str, dict[str, Any]] | None:
     if isinstance(part, SystemPromptPart):
         return "system", part.content, {}
     if isinstance(part, UserPromptPart):
-        return "user", _text(part.content), {}
+        text = _text(part.content)
+        media = _media(part.content, text)
+        return "user", text, {"media": media} if media is not None else {}
     if isinstance(part, BaseToolReturnPart) and not isinstance(part, NativeToolReturnPart):
         fields: dict[str, Any] = {"tool_call_id": part.tool_call_id, "name": part.tool_name}
         if isinstance(part.metadata, Mapping) and isinstance(
@@ -141,11 +168,14 @@ def _from_request(source: ModelRequest, index: int) -> list[Message]:
             parts += riders
         synthetic = bool(fields.pop("synthetic", False))
         provenance = fields.pop("provenance", None)
+        media = fields.pop("media", None)
         if role == "tool" and not fields.get("tool_call_id"):
             raise AdapterError(index, f"parts[{i}].tool_call_id", "a tool return needs its call id")
         meta = _meta(source, _record(source, parts, text, None), synthetic)
         if provenance is not None:
             meta[PROVENANCE_KEY] = provenance
+        if media is not None:
+            meta[MEDIA_KEY] = media
         out.append(Message(role, text, meta=meta, **fields))
     return out
 

@@ -46,17 +46,27 @@ router of context-aware agents).
 **Retries**: a run that raised (the model call failed, a crash) leaves its prompt in the history
 with no answer after it. Running the same prompt again continues that turn from where it stopped
 (the tool results it recorded are kept and not run again) and does not record the prompt twice.
+Each tool result is stored as its call finishes, so a turn stopped between two calls of one
+reply (the approval hook raised, Ctrl-C, a killed process) has what ran on record; the calls it
+left are answered with a note that they did not run (or may have run in part) and are never
+run again by the loop: the model decides (:mod:`.answers`).
+
+**One turn at a time**: a run that extends the loop's conversation refuses to start while
+another does (a tool calling its own loop, or two threads): :class:`ReentrantRunError`. A
+nested run with ``history=`` stands alone and is allowed.
 
 **Observing and steering**: every run reports itself through :mod:`compaction.events`
 (``turn_started``, ``model_call_started``/``_finished``/``_failed``, ``tool_call_started``/
 ``_finished``/``_failed``/``_denied``, ``turn_finished``), and ``approve_tool=`` is asked before
 each tool call runs: it allows it, denies it (the model gets a refusal as the call's result) or
-rewrites its arguments (:mod:`compaction.loop.approval`).
+rewrites its arguments (:mod:`compaction.loop.approval`). A subscriber that raises is
+isolated: logged (``loop.subscriber_failed``), and the other subscribers and the turn go on.
 
 The package, one job per module: :mod:`.config` (settings), :mod:`.tools` (tools and their
 schemas), :mod:`.context` (the shared context and its change records), :mod:`.approval` (the
 approve-tool hook), :mod:`.replies` (reading the model's reply), :mod:`.calls` (one model call,
-one tool call, and their events), :mod:`.history` (what a run starts from and records),
+one tool call, and their events), :mod:`.answers` (a reply's calls, each result stored as it
+finishes), :mod:`.history` (what a run starts from and records),
 :mod:`.turn` (the loop), :mod:`.results` (what a run answers), :mod:`.chains` (loops in a row).
 """
 
@@ -69,7 +79,7 @@ from .config import LoopConfig
 from .context import MISSING, ContextChange
 from .results import LoopResult
 from .tools import Tool
-from .turn import TurnLoop
+from .turn import ReentrantRunError, TurnLoop
 
 __all__ = [
     "MISSING",
@@ -80,6 +90,7 @@ __all__ = [
     "Deny",
     "LoopConfig",
     "LoopResult",
+    "ReentrantRunError",
     "Tool",
     "ToolCallError",
     "TurnLoop",

@@ -26,7 +26,28 @@ from .context import ContextChange, _apply_all, _diff
 from .replies import _reply_message
 from .tools import Tool, _result_text
 
-__all__ = ["ToolCallError"]
+__all__ = ["ToolCallError", "notify"]
+
+
+def notify(signal: NamedSignal, sender: Any, **fields: Any) -> None:
+    """Send ``signal`` to each receiver in turn, isolating the ones that raise.
+
+    A subscriber observes the loop; it must not change what the agent does. blinker's ``send``
+    stops at the first receiver that raises and raises out of the loop: a metrics backend
+    that is down would then end a turn between two tool calls, after side effects it cannot
+    undo. A receiver's exception is logged (by its type, see :mod:`compaction._redact`) and
+    the other receivers and the turn go on. Ctrl-C and exits still pass through.
+    """
+    for receiver in signal.receivers_for(sender):
+        try:
+            receiver(sender, **fields)
+        except Exception as exc:
+            log.warning(
+                "loop.subscriber_failed",
+                signal=signal.name,
+                receiver=getattr(receiver, "__qualname__", type(receiver).__name__),
+                error=exc,
+            )
 
 
 class ToolCallError(ValueError):
@@ -42,11 +63,14 @@ class Step:
     agent: str
     counter: TokenCounter | None  # None: nobody measures the requests (see TurnLoop)
     step: int
+    # The call whose tool function is executing: if the turn stops now, that call may have
+    # had (part of) its effect, unlike the calls after it (see TurnLoop._close).
+    running: str | None = None
 
     def emit(self, signal: NamedSignal, **fields: Any) -> None:
         labels = {"agent": self.agent}
         log.debug(signal.name, agent=self.agent, step=self.step, **_loggable(fields))
-        signal.send(self.sender, agent=self.agent, step=self.step, labels=labels, **fields)
+        notify(signal, self.sender, agent=self.agent, step=self.step, labels=labels, **fields)
 
     # -- the model -------------------------------------------------------------------------------
 
@@ -148,6 +172,7 @@ class Step:
             # A copy: a tool that raises halfway leaves the shared context as it was.
             work = copy.deepcopy(dict(context))
             arguments = {**arguments, "context": work}
+        self.running = call.id
         try:
             value = found.function(**arguments)
             if inspect.isawaitable(value):
@@ -158,11 +183,14 @@ class Step:
                     raise TypeError(f"tool {call.name!r} is async: use `await loop.arun(...)`")
                 value = await value
         except BaseException as exc:
-            log.warning("loop.tool_failed", tool=call.name, error=repr(exc))
+            if isinstance(exc, Exception):
+                self.running = None
+            log.warning("loop.tool_failed", tool=call.name, error=exc)
             self._failed(call, shown, started, exc, "run")
             if not isinstance(exc, Exception):  # Ctrl-C, exit: reported, then let through
                 raise
             return f"error: {call.name} raised {type(exc).__name__}: {exc}"
+        self.running = None
         if work is not None:
             before = {k: context[k] for k in context}
             made = _diff(before, work, self.agent, call.name)
@@ -171,7 +199,7 @@ class Step:
             except (TypeError, ValueError) as exc:
                 # A value the context cannot hold (a session's context keeps JSON only): the
                 # tool's changes are dropped, as when it raises, and the model is told.
-                log.warning("loop.context_refused", tool=call.name, error=repr(exc))
+                log.warning("loop.context_refused", tool=call.name, error=exc)
                 self._failed(call, shown, started, exc, "context")
                 return f"error: {call.name} changed the context in a way it cannot keep: {exc}"
             changes.extend(made)
@@ -247,7 +275,5 @@ def _loggable(fields: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(value, ToolCall):
             value = value.id
-        elif isinstance(value, BaseException):
-            value = repr(value)
-        out[key] = value
+        out[key] = value  # an exception stays one: the log describes it (compaction._redact)
     return out

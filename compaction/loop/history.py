@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._log import log
-from ..messages import Message
+from ..messages import Message, ToolCall, tool
 from ..transcript import parse
 from .config import LoopConfig
 
@@ -62,6 +62,32 @@ class History:
             return message if same else None
         return None
 
+    def unanswered(self) -> tuple[ToolCall, ...]:
+        """The calls of the last reply that have no result yet.
+
+        Results are stored one by one as their calls finish, so a run that stopped between two
+        calls (a process killed, a write that failed) leaves the rest of its reply unanswered;
+        only the last reply can be in that state, since every run closes it first.
+        """
+        answered: set[str | None] = set()
+        for message in reversed(self.messages):
+            if message.role == "tool":
+                answered.add(message.tool_call_id)
+                continue
+            if message.role == "assistant" and message.tool_calls:
+                return tuple(c for c in message.tool_calls if c.id not in answered)
+            return ()
+        return ()
+
+    def close(self, texts: dict[str, str], default: str) -> tuple[Message, ...]:
+        """Answer every unanswered call of the last reply, so the history is a valid
+        conversation again: with ``texts[call.id]``, else ``default``. The calls are not run:
+        one may have had its effect already, and the model decides what to do again."""
+        missing = self.unanswered()
+        if not missing:
+            return ()
+        return self.record(*(tool(c.id, texts.get(c.id, default), name=c.name) for c in missing))
+
     def record(self, *batch: Message) -> tuple[Message, ...]:
         """Append ``batch`` to the history in one write (with a session: one ``add``)."""
         if self.session is not None:
@@ -89,7 +115,7 @@ class History:
         except (TypeError, ValueError) as exc:
             # The raw history is intact either way; a view that cannot be kept only costs the
             # next run a compaction of its own.
-            log.warning("loop.view_not_stored", error=str(exc), agent=config.name)
+            log.warning("loop.view_not_stored", error=exc, agent=config.name)
 
 
 def frame(

@@ -45,4 +45,5 @@ class _Turn:
     requests: list[tuple[Message, ...]] = attrs.field(factory=list)
     added: list[Message] = attrs.field(factory=list)
     changes: list[ContextChange] = attrs.field(factory=list)
+    reply: Message | None = None  # the current step's reply, as stored
     stopped: Literal["answer", "max_steps"] = "max_steps"

@@ -7,6 +7,7 @@ calls themselves (and their events) are in :mod:`.calls`, the conversation in :m
 from __future__ import annotations
 
 import copy
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from pathlib import Path
@@ -16,20 +17,27 @@ from blinker import NamedSignal
 
 from .. import events
 from .._log import log
-from ..messages import Message, tool, user
+from ..messages import Message, user
 from ..registry import ConfigError, UnknownStrategyError, ladder_from_config
 from ..tokens import TokenCounter, default_counter
 from ..trigger import Compactor
 from ..validate import validate
+from .answers import LOST, Recorder, answer_calls
 from .approval import ApproveTool
-from .calls import Step, _drive, _is_async, _signature_options
+from .calls import Step, _drive, _is_async, _signature_options, notify
 from .config import LoopConfig
 from .context import ContextChange, _apply, _diff
 from .history import History, frame
 from .results import LoopResult, _Turn
 from .tools import Tool, _tools
 
-__all__ = ["TurnLoop"]
+__all__ = ["ReentrantRunError", "TurnLoop"]
+
+
+class ReentrantRunError(RuntimeError):
+    """``run``/``arun`` was called while the same loop is running a turn on its own history
+    (a tool calling its own loop, or two runs at once): the nested turn would be stored in the
+    middle of the outer one."""
 
 
 def _prompt(prompt: str | Message) -> Message:
@@ -121,6 +129,8 @@ class TurnLoop:
         self.approve_tool = approve_tool
         self._counter = counter
         self._history = History(session)
+        # Held while a run extends the loop's own history (see ReentrantRunError).
+        self._extending = threading.Lock()
         self._takes_tools, self._option_names = _signature_options(model)
         self._model_async = _is_async(model)
         self._truncate = None
@@ -205,9 +215,10 @@ class TurnLoop:
 
     def _emit(self, signal: NamedSignal, **fields: Any) -> None:
         agent = self.config.name
-        shown = {k: (repr(v) if k == "error" else v) for k, v in fields.items() if k != "prompt"}
+        # The exception itself: the log describes it by type unless text was asked for.
+        shown = {k: v for k, v in fields.items() if k != "prompt"}
         log.debug(signal.name, agent=agent, **shown)
-        signal.send(self, agent=agent, labels={"agent": agent}, **fields)
+        notify(signal, self, agent=agent, labels={"agent": agent}, **fields)
 
     async def _request(
         self, messages: list[Message], usage: Any, store: bool, sync: bool
@@ -260,23 +271,15 @@ class TurnLoop:
             turn.requests.append(request)
             calls = Step(self, self.config.name, counter, step)
             reply, usage = await calls.call_model(self.model, request, kwargs, sync)
-            results = [
-                tool(
-                    call.id,
-                    await calls.call_tool(
-                        self.tools, self.approve_tool, call, shared, turn.changes, sync
-                    ),
-                    name=call.name,
-                )
-                for call in reply.tool_calls
-            ]
-            # A reply is stored together with the results of its calls, in one write: a run
-            # interrupted while a tool works (Ctrl-C, a crash) leaves no unanswered call in
-            # the history, which would make every later request invalid.
-            stored = self._history.record(reply, *results) if store else (reply, *results)
-            reply = stored[0]
-            messages.extend(stored)
-            turn.added.extend(stored)
+            reply = await answer_calls(
+                reply,
+                calls,
+                Recorder(self._history if store else None, turn, messages, self.config.name),
+                self.tools,
+                self.approve_tool,
+                shared,
+                sync,
+            )
             if not reply.tool_calls:
                 turn.stopped = "answer"
                 break
@@ -293,11 +296,35 @@ class TurnLoop:
     ) -> LoopResult:
         if sync and self._model_async:
             raise TypeError("the model is async: use `await loop.arun(...)`")
+        if history is not None:  # a run that stands alone records nothing: it may nest
+            return await self._turn(prompt, history, context, options, sync)
+        if not self._extending.acquire(blocking=False):
+            raise ReentrantRunError(
+                f"TurnLoop {self.config.name!r} is already running a turn on its conversation "
+                "(a tool calling its own loop, or two runs at once); a nested turn would be "
+                "stored inside the outer one. Give it its own conversation: "
+                "run(prompt, history=[]) or another TurnLoop (with its own session)"
+            )
+        try:
+            return await self._turn(prompt, history, context, options, sync)
+        finally:
+            self._extending.release()
+
+    async def _turn(
+        self,
+        prompt: str | Message,
+        history: Sequence[Message] | None,
+        context: MutableMapping[str, Any] | None,
+        options: Mapping[str, Any],
+        sync: bool,
+    ) -> LoopResult:
         prompt_message = _prompt(prompt)
         run_options = {**self.options, **options}
         self._check_options(run_options)
         shared = self.context if context is None else context
         store = history is None
+        if store:  # a run killed between two calls left them unanswered
+            self._history.close({}, LOST)
         # A prompt that retries an unfinished turn is in the history already: the run goes on
         # from where that turn stopped and does not record the prompt a second time.
         retried = self._history.unfinished(prompt_message) if store else None

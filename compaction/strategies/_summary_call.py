@@ -108,7 +108,7 @@ class _SummaryCalls:
             log.warning(
                 "summary.failed",
                 summarizer=self.summarizer_name,
-                error=repr(error),
+                error=error,
                 seconds=seconds,
                 labels=dict(labels),
             )
@@ -138,7 +138,7 @@ class _SummaryCalls:
                 try:
                     found = self.recall(str(refs[0]))
                 except Exception as exc:  # a lookup is a convenience, never a failure
-                    log.warning("summary.recall_failed", ref=refs[0], error=repr(exc))
+                    log.warning("summary.recall_failed", ref=refs[0], error=exc)
                     found = None
                 if isinstance(found, Message):
                     original = found

@@ -17,7 +17,7 @@ clearing recounts per clear and goes quadratic on long runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, Final
 
 from ..checks import check_format
@@ -103,6 +103,11 @@ class ToolResults(Strategy):
         )
         if isinstance(exclude_tools, str):
             exclude_tools = (exclude_tools,)
+        if isinstance(exclude_tools, Mapping) or not isinstance(exclude_tools, Iterable):
+            raise TypeError(
+                "ToolResults exclude_tools must be a tool name or a list of tool names (str), "
+                f"got {type(exclude_tools).__name__} {exclude_tools!r}"
+            )
         names = tuple(exclude_tools)
         for tool_name in names:
             if not isinstance(tool_name, str):

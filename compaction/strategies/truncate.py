@@ -109,6 +109,11 @@ class Truncate(Strategy):
                 raise ValueError(f"Truncate {option} must be positive, got {value}")
         if isinstance(roles, str):
             roles = (roles,)
+        if isinstance(roles, Mapping) or not isinstance(roles, Iterable):
+            raise TypeError(
+                "Truncate roles must be a role or a list of roles (of "
+                f"{sorted(ROLES)}), got {type(roles).__name__} {roles!r}"
+            )
         role_set = frozenset(roles)
         unknown = sorted(role_set - ROLES)
         if unknown:
