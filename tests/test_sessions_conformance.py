@@ -338,3 +338,74 @@ def test_async_calls_from_an_event_loop(session_store: SessionStore) -> None:
     assert sorted(m.content for m in fresh(session_store.location).open("async").messages) == (
         sorted(f"m{i}" for i in range(10))
     )
+
+
+# -- the view: generations (clear, delete + re-create) -----------------------------------------
+
+
+def test_a_view_read_before_a_clear_is_refused_after_it(session_store: SessionStore) -> None:
+    url = session_store.location
+    owner = session_store.open("gen")
+    owner.add(Message("user", "old task: my secret is 1234"), Message("assistant", "noted"))
+    worker = fresh(url).open("gen")
+    old_view = list(worker.messages)  # the worker reads the history to compact it
+    owner.clear()  # deletion on request
+    owner.add_user("new task")
+    with pytest.raises(StaleViewError, match="cleared"):
+        worker.set_view(old_view)
+    assert [m.content for m in fresh(url).open("gen").view()] == ["new task"]
+    # recomputed from the session as it is now: accepted
+    worker.set_view(worker.view())
+    assert [m.content for m in fresh(url).open("gen").view()] == ["new task"]
+
+
+def test_a_view_read_before_delete_and_re_create_is_refused(session_store: SessionStore) -> None:
+    url = session_store.location
+    session_store.open("gen").add([Message("user", f"OLD {i}") for i in range(5)])
+    worker = fresh(url).open("gen")
+    stale = worker.messages[2:]  # ids gen-2..gen-4, which the new session will reuse
+    session_store.delete("gen")
+    session_store.open("gen").add([Message("user", f"NEW {i}") for i in range(5)])
+    assert [m.id for m in fresh(url).open("gen").messages][2:] == [m.id for m in stale]
+    with pytest.raises(StaleViewError, match="deleted and re-created|cleared"):
+        worker.set_view(stale)
+    view = fresh(url).open("gen").view()
+    assert [m.content for m in view] == [f"NEW {i}" for i in range(5)]
+
+
+def test_a_loop_whose_session_is_re_created_mid_turn_stores_no_stale_view(
+    session_store: SessionStore,
+) -> None:
+    # TurnLoop calls set_view without based_on: the generation check must hold on that path.
+    from compaction.loop import TurnLoop
+    from compaction.tokens import ApproximateCounter
+
+    url = session_store.location
+    session = session_store.open("loop")
+    session.add([Message("user", f"old secret 1234, part {i}: " + "x" * 400) for i in range(8)])
+
+    def wipe() -> str:
+        """Delete and re-create the session (another process, as far as the loop can tell):
+        its ids start again at loop-0, so the loop's compacted view names existing ids."""
+        other = fresh(url)
+        other.delete("loop")
+        other.open("loop").add([Message("user", f"new {i}") for i in range(12)])
+        return "wiped " + "y" * 3000  # big enough that the next request compacts again
+
+    replies = iter(
+        [
+            Message("assistant", "", tool_calls=(ToolCall("c1", "wipe", "{}"),)),
+            Message("assistant", "done"),
+        ]
+    )
+    loop = TurnLoop(
+        lambda messages, tools=None, **kw: next(replies),
+        [wipe],
+        session=session,
+        window=1200,
+        counter=ApproximateCounter(),
+    )
+    loop.run("go")
+    assert loop.compactor is not None and loop.compactor.stats.compactions >= 2
+    view = fresh(url).open("loop").view()
+    assert not any("1234" in m.content for m in view), [m.content[:30] for m in view]

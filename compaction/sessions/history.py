@@ -3,6 +3,9 @@
 Every backend fills one of these incrementally (only what was added since the last read is
 fetched), so a long session is read once per process, not once per call. ``cursor`` is the
 backend's own bookmark (a file offset, a database epoch); nothing else looks at it.
+``epoch`` names the session's generation: it changes when the history is cleared and when
+the session is deleted and created again, so that a view computed from an older generation
+can be told apart even where the sequence numbers (and so the ids) repeat.
 """
 
 from __future__ import annotations
@@ -35,10 +38,15 @@ class History:
         self.reset()
 
     def reset(
-        self, cursor: Any = None, first_seq: int = 0, created: datetime | None = None
+        self,
+        cursor: Any = None,
+        first_seq: int = 0,
+        created: datetime | None = None,
+        epoch: str | None = None,
     ) -> None:
         """Forget everything (the session was cleared, deleted or replaced)."""
         self.cursor = cursor
+        self.epoch = epoch
         self.first_seq = first_seq
         self.created = created
         self.entries: list[Entry] = []

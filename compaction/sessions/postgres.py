@@ -29,7 +29,7 @@ import psycopg
 
 from ..messages import Message
 from .archive import Archive
-from .backend import MAPPINGS, Backend, check_view_update, encoded_view
+from .backend import MAPPINGS, Backend, check_epoch, check_view_update, encoded_view
 from .codec import (
     check_view,
     decode_message,
@@ -149,7 +149,7 @@ class PostgresBackend(Backend):
                 return
             created, first_seq, _next, epoch = rows[0][:4]
             if history.cursor != epoch:
-                history.reset(epoch, first_seq, parse_ts(created, self._bad(name)))
+                history.reset(epoch, first_seq, parse_ts(created, self._bad(name)), str(epoch))
                 if start > first_seq:  # read from the wrong place: the session was replaced
                     rows = self._fetch(conn, name, first_seq)
             entries = [self._entry(name, r[4], r[5], r[6]) for r in rows if r[4] is not None]
@@ -296,7 +296,9 @@ class PostgresBackend(Backend):
             (name, kind, token, text(body)),
         )
 
-    def put_view(self, name: str, body: dict[str, Any], min_seq: int | None) -> None:
+    def put_view(
+        self, name: str, body: dict[str, Any], min_seq: int | None, epoch: str | None
+    ) -> None:
         token = uuid.uuid4()
 
         def work(conn: psycopg.Connection[Any]) -> None:
@@ -310,6 +312,7 @@ class PostgresBackend(Backend):
                 ).fetchone()
                 if found is not None and found[0] == token:
                     return
+                check_epoch(name, epoch, str(row[3]))
                 stored = None
                 if found is not None:
                     stored = loads(found[1], self._bad(name))
