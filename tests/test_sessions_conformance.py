@@ -409,3 +409,19 @@ def test_a_loop_whose_session_is_re_created_mid_turn_stores_no_stale_view(
     assert loop.compactor is not None and loop.compactor.stats.compactions >= 2
     view = fresh(url).open("loop").view()
     assert not any("1234" in m.content for m in view), [m.content[:30] for m in view]
+
+
+def test_ids_a_caller_chose_in_the_automatic_shape_never_wedge_the_session(
+    session_store: SessionStore,
+) -> None:
+    # Moving the tail of a session into a new one keeps its ids: "a-5".."a-9" at seq 0..4.
+    session = session_store.open("a")
+    moved = session.add([Message("user", f"step {i}", id=f"a-{i}") for i in range(5, 10)])
+    added = [session.add_user(f"next turn {i}") for i in range(4)]
+    added += session.add(Message("user", "batch"), Message("assistant", "x", id="a-12"))
+    again = fresh(session_store.location).open("a", create=False)
+    ids = [m.id for m in again.messages]
+    assert len(set(ids)) == len(ids) == 11
+    assert ids[:5] == [m.id for m in moved]
+    for message in [*moved, *added]:  # every id names its own message
+        assert again.recall(message.id or "") == message

@@ -202,7 +202,7 @@ class PostgresBackend(Backend):
                     if done:  # committed by an attempt whose acknowledgement was lost
                         return [self._entry(name, *r) for r in done]
                 next_seq = row[2]
-                entries = assign_ids(name, History(), messages, next_seq, at)
+                entries = self._fresh_ids(conn, name, messages, next_seq, at)
                 rows = [
                     (
                         name,
@@ -238,6 +238,38 @@ class PostgresBackend(Backend):
         entries = self._run(work, what="append")
         self.read(name, history)
         return entries
+
+    @staticmethod
+    def _fresh_ids(
+        conn: psycopg.Connection[Any],
+        name: str,
+        messages: Sequence[Message],
+        next_seq: int,
+        at: datetime,
+    ) -> list[Entry]:
+        """The batch's entries, with automatic ids no stored message already has.
+
+        The history is not read here (that would be a round trip of the whole session per
+        append): the ids we would give are looked up, and any taken one is given a free
+        alternative; each round takes at least one more id off, so this ends.
+        """
+        taken: set[str] = set()
+        while True:
+            entries = assign_ids(name, History(), messages, next_seq, at, taken)
+            automatic = {
+                key(e.message.id or ""): e.message.id or ""
+                for e, m in zip(entries, messages)
+                if m.id is None
+            }
+            if not automatic:
+                return entries
+            found = conn.execute(
+                "SELECT msg_key FROM compaction_messages WHERE session = %s AND msg_key = ANY(%s)",
+                (name, list(automatic)),
+            ).fetchall()
+            if not found:
+                return entries
+            taken.update(automatic[r[0]] for r in found)
 
     # -- the documents ------------------------------------------------------------------------
 
