@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -425,3 +426,16 @@ def test_ids_a_caller_chose_in_the_automatic_shape_never_wedge_the_session(
     assert ids[:5] == [m.id for m in moved]
     for message in [*moved, *added]:  # every id names its own message
         assert again.recall(message.id or "") == message
+
+
+def test_clear_moves_the_updated_moment(session_store: SessionStore) -> None:
+    session = session_store.open("c")
+    session.add_user("hello", at=datetime(2020, 1, 1, tzinfo=timezone.utc))
+    session.metadata["owner"] = "alice"
+    before = fresh(session_store.location).open("c").updated
+    assert before is not None
+    time.sleep(0.01)
+    session.clear()
+    after = fresh(session_store.location).open("c").updated
+    assert after is not None and after > before
+    assert fresh(session_store.location).open("c").metadata["owner"] == "alice"

@@ -140,3 +140,66 @@ def test_a_server_that_stays_away_is_a_clear_error_not_a_hang() -> None:
         store.open("s").add_user("hello")
     assert time.monotonic() - began < 30
     store.close()
+
+
+SECRET = "Zq9SECRET"
+# Every way libpq takes a password, and the raw characters that fool a URL parser.
+LEAKY_URLS = {
+    "query": "postgresql://alice@127.0.0.1:1/agents?password=" + SECRET,
+    "raw #": f"postgresql://alice:pa#{SECRET}@127.0.0.1:1/agents",
+    "raw /": f"postgresql://alice:pa/{SECRET}@127.0.0.1:1/agents",
+    "raw ?": f"postgresql://alice:pa?{SECRET}@127.0.0.1:1/agents",
+    "raw ?=": f"postgresql://alice:pa?x={SECRET}@127.0.0.1:1/agents",
+    "bad %": f"postgresql://alice:{SECRET}%zz@127.0.0.1:1/agents",
+    "sslpassword": f"postgresql://alice@127.0.0.1:1/agents?sslpassword={SECRET}",
+    "user-info": f"postgresql://alice:{SECRET}@127.0.0.1:1/agents",
+}
+
+
+@pytest.mark.parametrize("url", LEAKY_URLS.values(), ids=LEAKY_URLS.keys())
+def test_no_password_shows_in_repr_location_or_errors(url: str) -> None:
+    shown: list[str] = []
+    try:
+        store = SessionStore.from_url(url, retry_seconds=0.5, connect_timeout=1)
+        shown += [repr(store), store.location, store.open("x").location, repr(store.open("x"))]
+        store.open("x").add_user("hi")
+    except Exception as exc:  # what the caller sees, whatever it is
+        shown.append(f"{type(exc).__name__}: {exc!r} {exc}")
+        cause = exc.__cause__ or exc.__context__
+        shown.append(repr(cause))
+    assert shown and not [s for s in shown if SECRET in s]
+
+
+@pytest.mark.parametrize("url", LEAKY_URLS.values(), ids=LEAKY_URLS.keys())
+def test_no_password_shows_in_the_cli(
+    url: str, postgres_server: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # On the test server (trust authentication: any password is taken), so that each command
+    # gets as far as it can and says so: a session not found, or a URL refused.
+    real = url.replace("alice", "compaction").replace(
+        "127.0.0.1:1/agents", f"127.0.0.1:{postgres_server.port}/postgres"
+    )
+    for argv in (["show", "x"], ["list"], ["list", "--json"]):
+        assert main(["session", *argv, "--store", real]) in (0, 2)
+        out = capsys.readouterr()
+        assert SECRET not in out.out + out.err
+
+
+def test_the_location_of_a_store_reached_with_a_password_stays_usable(
+    postgres_server: PostgresServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Trust authentication takes any password: the store is reached, and what is shown of
+    # its URL connects again (a URL for people, not a lossy summary), without the password.
+    base = postgres_server.url
+    with_hash = base.replace("compaction@", f"compaction:#{SECRET}@")
+    for url in (base + f"?password={SECRET}", with_hash):
+        store = SessionStore.from_url(url)
+        store.open("seen").add_user("hi")
+        assert SECRET not in store.location and "***" in store.location
+        assert main(["session", "list", "--store", url]) == 0
+        out = capsys.readouterr()
+        assert "seen" in out.out and SECRET not in out.out + out.err
+        reopened = SessionStore.from_url(store.location.replace(":***@", "@"))
+        assert reopened.open("seen", create=False).messages[0].content == "hi"
+        store.delete("seen")
+        store.close()

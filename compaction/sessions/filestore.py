@@ -317,6 +317,12 @@ class FileBackend(Backend):
                 history.next_seq,
                 durable=self.durable,
             )
+            # A clear is a change: the session's "updated" moment (read from its documents
+            # and its newest message) must move, though no message is left to carry it.
+            self._docs.pop((name, "metadata"), None)
+            meta = self.read_document(name, "metadata")
+            data = dict(meta["data"]) if meta is not None else {}
+            self._write_document(name, "metadata", {"updated": format_ts(now()), "data": data})
 
     def delete(self, name: str) -> None:
         with self._locked(name):

@@ -258,7 +258,7 @@ class PostgresBackend(Backend):
             entries = assign_ids(name, History(), messages, next_seq, at, taken)
             automatic = {
                 key(e.message.id or ""): e.message.id or ""
-                for e, m in zip(entries, messages)
+                for e, m in zip(entries, messages, strict=True)
                 if m.id is None
             }
             if not automatic:
@@ -358,6 +358,7 @@ class PostgresBackend(Backend):
 
     def clear(self, name: str) -> None:
         epoch = uuid.uuid4()
+        stamp = format_ts(now())
 
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
@@ -375,6 +376,14 @@ class PostgresBackend(Backend):
                     " WHERE name = %s",
                     (epoch, name),
                 )
+                # A clear is a change: "updated" must move, though no message carries it.
+                found = conn.execute(
+                    "SELECT body FROM compaction_documents"
+                    " WHERE session = %s AND kind = 'metadata' FOR UPDATE",
+                    (name,),
+                ).fetchone()
+                data = loads(found[0], self._bad(name)).get("data", {}) if found else {}
+                self._put(conn, name, "metadata", epoch, {"updated": stamp, "data": data})
 
         self._run(work, what="clear")
 
