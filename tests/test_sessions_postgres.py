@@ -5,6 +5,7 @@ The behaviour every backend shares is in tests/test_sessions_conformance.py.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -14,7 +15,13 @@ from pathlib import Path
 import pytest
 
 from compaction.cli import main
-from compaction.sessions import SessionStore, StoreSchemaError, StoreUnavailableError
+from compaction.messages import Message
+from compaction.sessions import (
+    SessionStore,
+    StoreError,
+    StoreSchemaError,
+    StoreUnavailableError,
+)
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (compaction[postgres])")
 
@@ -203,3 +210,116 @@ def test_the_location_of_a_store_reached_with_a_password_stays_usable(
         assert reopened.open("seen", create=False).messages[0].content == "hi"
         store.delete("seen")
         store.close()
+
+
+# -- what is retried, and what is said at once -------------------------------------------------
+
+
+def _on(
+    postgres_url: str, *, user: str = "compaction", db: str | None = None, query: str = ""
+) -> str:
+    head, name = postgres_url.rsplit("/", 1)
+    return head.replace("compaction@", f"{user}@") + "/" + (db or name) + query
+
+
+@pytest.mark.parametrize(
+    ("change", "cause"),
+    [
+        ({"user": "no_such_role"}, 'role "no_such_role" does not exist'),
+        ({"db": "no_such_db"}, 'database "no_such_db" does not exist'),
+        ({"query": "?options=-c%20statement_timeout%3D1"}, "statement timeout"),
+    ],
+    ids=["missing role", "missing database", "statement timeout"],
+)
+def test_failures_the_server_answers_are_said_at_once(
+    postgres_url: str, change: dict[str, str], cause: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = _on(postgres_url, **change)
+    store = SessionStore.from_url(url, retry_seconds=30)
+    began = time.monotonic()
+    with pytest.raises(StoreError, match=cause) as caught:
+        store.open("s").add_user("x" * 5_000_000)
+    assert time.monotonic() - began < 15  # not the 30 s retry budget
+    assert "did not come back" not in str(caught.value)
+    store.close()
+    assert main(["session", "show", "s", "--store", url]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and cause in err and "Traceback" not in err
+
+
+def test_a_value_too_large_for_a_field_is_refused_before_it_is_sent(postgres_url: str) -> None:
+    store = SessionStore.from_url(postgres_url)
+    store.backend.max_value_bytes = 10_000  # type: ignore[attr-defined] # PostgreSQL's is 1 GB
+    session = store.open("big")
+    session.add_user("small")
+    with pytest.raises(StoreError, match="more than a PostgreSQL field holds"):
+        session.add(Message("user", "ok"), Message("user", "y" * 20_000))
+    with pytest.raises(StoreError, match="more than a PostgreSQL field holds"):
+        session.state["blob"] = "z" * 20_000
+    assert [m.content for m in SessionStore.from_url(postgres_url).open("big").messages] == [
+        "small"
+    ]
+    store.close()
+
+
+def test_an_outage_shorter_than_retry_seconds_is_ridden_out(
+    postgres_server: PostgresServer, postgres_url: str
+) -> None:
+    store = SessionStore.from_url(postgres_url, retry_seconds=25)
+    session = store.open("outage")
+    session.add_user("before")
+    postgres_server.stop_only()
+    restart = threading.Timer(3.0, postgres_server.start_again)
+    restart.start()
+    try:
+        session.add_user("during")  # the server is away for 3 s of a 25 s budget
+    finally:
+        restart.join()
+    assert [m.content for m in session.messages] == ["before", "during"]
+    store.close()
+
+
+def test_retry_seconds_bounds_the_whole_wait_connecting_included() -> None:
+    import socket
+
+    with socket.socket() as silent:  # accepts TCP connections, never answers PostgreSQL
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(16)
+        port = silent.getsockname()[1]
+        store = SessionStore.from_url(
+            f"postgresql://u@127.0.0.1:{port}/x", retry_seconds=2, connect_timeout=60
+        )
+        began = time.monotonic()
+        with pytest.raises(StoreUnavailableError, match="within 2 s"):
+            store.open("s").add_user("hello")
+        assert time.monotonic() - began < 10  # not the 60 s connect timeout
+        store.close()
+
+
+def test_raw_database_errors_never_escape(
+    postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # first_seq near 2**63 fits a file store but not a bigint column
+    source = SessionStore(tmp_path / "src")
+    source.open("src").add_user("hello")
+    export = source.export("src", tmp_path / "e.json")
+    doc = json.loads(export.read_text())
+    doc["first_seq"] = doc["messages"][0]["seq"] = 2**63 - 1
+    export.write_text(json.dumps(doc))
+    assert main(["session", "import", str(export), "big", "--store", postgres_url]) == 2
+    assert "bigint out of range" in capsys.readouterr().err
+    SessionStore.from_url(postgres_url).open("s").add_user("hi")  # the schema is there
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("CREATE ROLE weak LOGIN")
+    weak = _on(postgres_url, user="weak")
+    assert main(["session", "list", "--store", weak]) == 2  # InsufficientPrivilege
+    assert "permission denied" in capsys.readouterr().err
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP ROLE weak")
+        conn.execute("DROP TABLE compaction_documents")
+    assert main(["session", "show", "s", "--store", postgres_url]) == 2  # UndefinedTable
+    assert "compaction_documents" in capsys.readouterr().err
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("DROP TABLE compaction_schema")  # the other tables stay: DuplicateTable
+    assert main(["session", "list", "--store", postgres_url]) == 2
+    assert "already exists" in capsys.readouterr().err

@@ -161,10 +161,21 @@ def key(message_id: str) -> str:
     return json.dumps(message_id)
 
 
-def text(value: Any) -> str:
+# PostgreSQL stores at most 1 GB in one field; a larger value fails only once it is sent (and
+# a connection-level failure would send it again), so it is refused before.
+MAX_VALUE_BYTES: Final = (1 << 30) - 1
+
+
+def text(value: Any, what: str = "a value", limit: int = MAX_VALUE_BYTES) -> str:
     # encode_json escapes NUL (as JSON always does) and falls back to ASCII escapes for lone
     # surrogates: the result is valid UTF-8 without NUL, which PostgreSQL text accepts.
-    return encode_json(value).decode("utf-8").rstrip("\n")
+    data = encode_json(value)
+    if len(data) > limit:
+        raise StoreError(
+            f"{what} is {len(data):,} bytes once stored: more than a PostgreSQL field holds "
+            f"({limit:,} bytes). Nothing was written."
+        )
+    return data.decode("utf-8").rstrip("\n")
 
 
 class Connections:

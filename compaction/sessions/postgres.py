@@ -45,7 +45,7 @@ from .errors import (
     SessionNotFoundError,
 )
 from .history import Entry, History, assign_ids
-from .pgconn import SCHEMA_VERSION, Connections, key, redact, text, valid
+from .pgconn import MAX_VALUE_BYTES, SCHEMA_VERSION, Connections, key, redact, text, valid
 
 __all__ = ["SCHEMA_VERSION", "PostgresBackend", "redact"]
 
@@ -58,6 +58,9 @@ class PostgresBackend(Backend):
     ``min_size``/``max_size`` size the connection pool (per process); ``retry_seconds``
     bounds how long a call keeps retrying while the server is unreachable.
     """
+
+    #: The largest value stored in one field (PostgreSQL's limit is 1 GB).
+    max_value_bytes: int = MAX_VALUE_BYTES
 
     def __init__(
         self,
@@ -210,7 +213,7 @@ class PostgresBackend(Backend):
                         stamp,
                         key(e.message.id or ""),
                         batch,
-                        text(encode_message(e.message)),
+                        self._text(encode_message(e.message), f"message seq {e.seq}"),
                     )
                     for e in entries
                 ]
@@ -317,15 +320,23 @@ class PostgresBackend(Backend):
 
         self._run(work, what=f"update {kind}")
 
-    @staticmethod
+    def _text(self, value: Any, what: str) -> str:
+        return text(value, what, self.max_value_bytes)
+
     def _put(
-        conn: psycopg.Connection[Any], name: str, kind: str, token: uuid.UUID, body: dict[str, Any]
+        self,
+        conn: psycopg.Connection[Any],
+        name: str,
+        kind: str,
+        token: uuid.UUID,
+        body: dict[str, Any],
     ) -> None:
+        limit = self.max_value_bytes
         conn.execute(
             "INSERT INTO compaction_documents (session, kind, token, body)"
             " VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind)"
             " DO UPDATE SET token = EXCLUDED.token, body = EXCLUDED.body",
-            (name, kind, token, text(body)),
+            (name, kind, token, text(body, f"the {kind} document", limit)),
         )
 
     def put_view(
@@ -468,7 +479,7 @@ class PostgresBackend(Backend):
                                 format_ts(e.timestamp),
                                 key(e.message.id or ""),
                                 token,
-                                text(encode_message(e.message)),
+                                self._text(encode_message(e.message), f"message seq {e.seq}"),
                             )
                         )
                 for kind, body in archive.documents.items():
