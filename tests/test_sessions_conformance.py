@@ -439,3 +439,56 @@ def test_clear_moves_the_updated_moment(session_store: SessionStore) -> None:
     after = fresh(session_store.location).open("c").updated
     assert after is not None and after > before
     assert fresh(session_store.location).open("c").metadata["owner"] == "alice"
+
+
+# -- exactness ---------------------------------------------------------------------------------
+
+PAIR = "\ud83d\ude00"  # two code points that a JSON reader would join into one emoji
+
+
+def test_a_surrogate_pair_given_as_two_code_points_comes_back_as_two(
+    session_store: SessionStore,
+) -> None:
+    session = session_store.open("pair")
+    text = f"{PAIR} beside a real \U0001f600 and a lone \udc80"
+    stored = session.add(
+        Message("user", text, id=f"id-{PAIR}", meta={PAIR: [PAIR]}),
+        Message("user", "\U0001f600", id="id-\U0001f600"),  # the same id, as one character
+    )
+    session.global_context[PAIR] = PAIR
+    session.set_view(stored)
+    again = fresh(session_store.location).open("pair", create=False)
+    assert again.messages == stored
+    first = again.messages[0]
+    assert len(first.content) == len(text) and first.content == text
+    assert list(first.meta) == [PAIR] and len(next(iter(first.meta))) == 2
+    assert again.recall(f"id-{PAIR}") == stored[0] and again.recall("id-\U0001f600") == stored[1]
+    assert again.global_context[PAIR] == PAIR
+    assert again.view() == stored
+    archive = again.export_bytes()
+    back = fresh(session_store.location)
+    path = Path(again.export(Path(os.environ.get("TMPDIR", "/tmp")) / f"pair-{os.getpid()}.json"))
+    try:
+        assert back.import_(path, "pair-copy").messages == stored
+    finally:
+        path.unlink()
+    assert PAIR.encode("utf-8", "surrogatepass") not in archive  # escaped, not raw
+
+
+def _nested(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_deep_nesting_is_a_clear_error_never_a_recursion_error(
+    session_store: SessionStore,
+) -> None:
+    session = session_store.open("deep")
+    with pytest.raises(TypeError, match="nested too deeply"):
+        session.global_context["k"] = _nested(100_000)
+    with pytest.raises(TypeError, match="nested too deeply"):
+        session.add(Message("user", "x", meta={"k": _nested(100_000)}))
+    session.global_context["fine"] = _nested(200)
+    assert fresh(session_store.location).open("deep").global_context["fine"] == _nested(200)

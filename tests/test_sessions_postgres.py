@@ -323,3 +323,27 @@ def test_raw_database_errors_never_escape(
         conn.execute("DROP TABLE compaction_schema")  # the other tables stay: DuplicateTable
     assert main(["session", "list", "--store", postgres_url]) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_a_deeply_nested_body_in_the_database_is_a_format_error(postgres_url: str) -> None:
+    from compaction.sessions import SessionFormatError
+
+    store = SessionStore.from_url(postgres_url)
+    session = store.open("deep")
+    session.add_user("hi")
+    deep = "[" * 100_000 + "]" * 100_000
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE compaction_messages SET body = %s",
+            ('{"role": "user", "content": "hi", "meta": {"k": ' + deep + "}}",),
+        )
+        conn.execute(
+            "UPDATE compaction_documents SET body = %s WHERE kind = 'state'",
+            ('{"updated": "2024-01-01T00:00:00+00:00", "data": {"k": ' + deep + "}}",),
+        )
+    again = SessionStore.from_url(postgres_url).open("deep")
+    with pytest.raises(SessionFormatError, match="nested too deeply"):
+        again.messages
+    with pytest.raises(SessionFormatError, match="nested too deeply"):
+        again.state.to_dict()
+    store.close()

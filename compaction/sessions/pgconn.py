@@ -64,6 +64,7 @@ _SCHEMA: Final = (
 
 
 # Connection parameters whose values are secrets: never shown, whichever way they were given.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
 _SECRETS: Final = frozenset({"password", "sslpassword"})
 # Shown in the URL's own places (user-info, host, port, path); every other one in the query.
 _PLACED: Final = frozenset({"user", "host", "port", "dbname"})
@@ -157,7 +158,11 @@ def valid(name: str) -> bool:
 
 
 def key(message_id: str) -> str:
-    # ASCII JSON of the id: unique per id, and valid PostgreSQL text whatever the id holds.
+    # ASCII JSON of the id: valid PostgreSQL text whatever the id holds. An id holding
+    # surrogate code points gets our exact escaping under a prefix no JSON string starts
+    # with: json.dumps would give "\ud83d\ude00" both to two surrogates and to one emoji.
+    if _SURROGATE.search(message_id):
+        return "s:" + encode_json(message_id).decode("utf-8").rstrip("\n")
     return json.dumps(message_id)
 
 
