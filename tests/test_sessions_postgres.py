@@ -343,7 +343,7 @@ def test_a_deeply_nested_body_in_the_database_is_a_format_error(postgres_url: st
         )
     again = SessionStore.from_url(postgres_url).open("deep")
     with pytest.raises(SessionFormatError, match="nested too deeply"):
-        again.messages
+        _ = again.messages
     with pytest.raises(SessionFormatError, match="nested too deeply"):
         again.state.to_dict()
     store.close()
