@@ -44,6 +44,20 @@ _TRANSIENT_FATAL: Final = (
 )
 
 
+# What libpq says, without a server error, when the settings or credentials are wrong: a bad
+# option value, no password, TLS or GSSAPI the server cannot do. Asking again cannot help.
+_CLIENT_SIDE_FINAL: Final = (
+    "invalid ",
+    "fe_sendauth",
+    "password",
+    "does not support SSL",
+    "GSSAPI",
+    "certificate",
+    "SCRAM",
+    "not supported",
+)
+
+
 def is_transient(exc: BaseException) -> bool:
     """True for a failure of the connection or the server (retry), False for one of the request
     or the credentials (retrying sends the same request to the same answer)."""
@@ -59,7 +73,7 @@ def is_transient(exc: BaseException) -> bool:
     # a wrong password or a missing role or database is final; a server starting up is not.
     if "FATAL:" in text:
         return any(reason in text for reason in _TRANSIENT_FATAL)
-    return True  # refused, unreachable, timed out, reset, closed: the network's or the server's
+    return not any(reason in text for reason in _CLIENT_SIDE_FINAL)  # refused, unreachable, timed out, reset, closed: the network's or the server's
 
 
 _POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()
