@@ -1,7 +1,9 @@
-"""Connections for the PostgreSQL session store: a pool, retries, and the versioned schema.
+"""Connections for the PostgreSQL session store: retries, URLs for people, the versioned schema.
 
 A connection lost mid-call (a server restart, a failover) is retried for up to
-``retry_seconds`` with a fresh connection; past that, :class:`StoreUnavailableError`. Callers
+``retry_seconds`` with a fresh connection; past that, :class:`StoreUnavailableError`. A
+failure a retry cannot change is :class:`StoreError` at once (pgpool.py tells them apart).
+Callers
 make their writes safe to retry (see postgres.py: every write carries a token checked first on
 a retry). The schema is created by the first process to need it (under an advisory lock, so
 two processes never race) and carries a version: a newer one is refused, never rewritten.

@@ -73,7 +73,8 @@ def is_transient(exc: BaseException) -> bool:
     # a wrong password or a missing role or database is final; a server starting up is not.
     if "FATAL:" in text:
         return any(reason in text for reason in _TRANSIENT_FATAL)
-    return not any(reason in text for reason in _CLIENT_SIDE_FINAL)  # refused, unreachable, timed out, reset, closed: the network's or the server's
+    # Refused, unreachable, timed out, reset, closed: the network's or the server's doing.
+    return not any(reason in text for reason in _CLIENT_SIDE_FINAL)
 
 
 _POOLS: weakref.WeakSet[Pool] = weakref.WeakSet()

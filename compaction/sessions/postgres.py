@@ -15,7 +15,8 @@ always bound parameters, never SQL text.
 A connection lost mid-call (a server restart, a failover) is retried for up to
 ``retry_seconds``; every write carries a random token that is checked first on a retry, so a
 commit whose acknowledgement was lost is found, not made twice. Past the deadline the error
-is raised: a write never returns without being committed.
+is raised: a write never returns without being committed. Any other failure (credentials, a
+missing database, a timeout, a value out of range) is a StoreError at once (see pgpool.py).
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ T = TypeVar("T")
 class PostgresBackend(Backend):
     """Sessions in a PostgreSQL database (``url``: a libpq URL, ``postgresql://…``).
 
-    ``min_size``/``max_size`` size the connection pool (per process); ``retry_seconds``
-    bounds how long a call keeps retrying while the server is unreachable.
+    ``max_size`` bounds the connections kept per process (``min_size`` is accepted for
+    compatibility: connections are made when first needed); ``retry_seconds`` bounds how long
+    a call keeps retrying while the server is unreachable, connecting included;
+    ``connect_timeout`` bounds one connection attempt.
     """
 
     #: The largest value stored in one field (PostgreSQL's limit is 1 GB).
