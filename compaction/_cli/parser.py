@@ -21,6 +21,15 @@ class Parser(argparse.ArgumentParser):
         # Extra arguments are found by the top-level parser, after the subcommand's parser
         # has finished: point at the help of the command that was typed, not the top level.
         parsed, extras = self.parse_known_args(args, namespace)
+        if (
+            len(extras) == 1
+            and not extras[0].startswith("-")
+            and getattr(parsed, "action", None) == "import"
+            and getattr(parsed, "name", "") is None
+        ):
+            # argparse fills an optional positional only before the first option, so
+            # "import FILE --store X NAME" would leave NAME over: it is the name.
+            parsed.name = extras.pop()
         if extras:
             words = [self.prog, getattr(parsed, "command", None), getattr(parsed, "action", None)]
             prog = " ".join(w for w in words if isinstance(w, str))
