@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -250,3 +252,57 @@ def test_hostile_corpus_never_exit_70(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _never_internal(tmp_path, capsys, CORPUS[name])
+
+
+# -- hostile --store URLs ----------------------------------------------------------------------
+
+_PART = st.text(max_size=12).map(lambda t: quote(t, safe=""))
+_RAW_PASSWORDS = st.sampled_from(["pa#ss", "pa/ss", "pa?ss", "p%zz", "pa?x=1", "a@b", ":", "%"])
+_OPTIONS = st.sampled_from(
+    ["options", "sslmode", "application_name", "connect_timeout", "password", "client_encoding",
+     "target_session_attrs", "gssencmode", "keepalives", "no_such_option"]
+)  # fmt: skip
+
+
+@st.composite
+def _store_urls(draw: st.DrawFn, port: int) -> str:
+    """A --store value: hostile, but never naming a host other than the test server (the
+    tests never reach the network), or a hostile non-PostgreSQL value."""
+    kind = draw(st.sampled_from(["postgresql", "postgresql", "postgresql", "other"]))
+    if kind == "other":
+        return draw(
+            st.one_of(
+                st.text(max_size=30).filter(lambda t: "\x00" not in t),
+                st.builds(lambda t: "file://" + t, st.text(max_size=20)),
+                st.builds(lambda t: "mysql://" + t, _PART),
+                st.just(""),
+            )
+        )
+    user = draw(st.one_of(st.just("compaction"), _PART))
+    password = draw(
+        st.one_of(st.just(""), _PART.map(lambda p: ":" + p), _RAW_PASSWORDS.map(lambda p: ":" + p))
+    )
+    db = draw(st.one_of(st.just("postgres"), _PART))
+    query = "&".join(
+        f"{key}={value}" for key, value in draw(st.lists(st.tuples(_OPTIONS, _PART), max_size=3))
+    )
+    return f"postgresql://{user}{password}@127.0.0.1:{port}/{db}" + (f"?{query}" if query else "")
+
+
+@pytest.mark.postgres
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_fuzz_hostile_store_urls_never_exit_70(
+    postgres_server: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], data: st.DataObject
+) -> None:
+    url = data.draw(_store_urls(postgres_server.port))
+    for args in (["session", "list", "--store", url], ["session", "show", "x", "--store", url]):
+        result = call(capsys, *args)
+        assert result.returncode in (0, 2), (url, result.stderr)
+        assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+        if result.returncode == 2:
+            assert len(result.stderr.strip().splitlines()) == 1, (url, result.stderr)

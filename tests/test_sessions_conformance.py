@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -338,3 +339,156 @@ def test_async_calls_from_an_event_loop(session_store: SessionStore) -> None:
     assert sorted(m.content for m in fresh(session_store.location).open("async").messages) == (
         sorted(f"m{i}" for i in range(10))
     )
+
+
+# -- the view: generations (clear, delete + re-create) -----------------------------------------
+
+
+def test_a_view_read_before_a_clear_is_refused_after_it(session_store: SessionStore) -> None:
+    url = session_store.location
+    owner = session_store.open("gen")
+    owner.add(Message("user", "old task: my secret is 1234"), Message("assistant", "noted"))
+    worker = fresh(url).open("gen")
+    old_view = list(worker.messages)  # the worker reads the history to compact it
+    owner.clear()  # deletion on request
+    owner.add_user("new task")
+    with pytest.raises(StaleViewError, match="cleared"):
+        worker.set_view(old_view)
+    assert [m.content for m in fresh(url).open("gen").view()] == ["new task"]
+    # recomputed from the session as it is now: accepted
+    worker.set_view(worker.view())
+    assert [m.content for m in fresh(url).open("gen").view()] == ["new task"]
+
+
+def test_a_view_read_before_delete_and_re_create_is_refused(session_store: SessionStore) -> None:
+    url = session_store.location
+    session_store.open("gen").add([Message("user", f"OLD {i}") for i in range(5)])
+    worker = fresh(url).open("gen")
+    stale = worker.messages[2:]  # ids gen-2..gen-4, which the new session will reuse
+    session_store.delete("gen")
+    session_store.open("gen").add([Message("user", f"NEW {i}") for i in range(5)])
+    assert [m.id for m in fresh(url).open("gen").messages][2:] == [m.id for m in stale]
+    with pytest.raises(StaleViewError, match="deleted and re-created|cleared"):
+        worker.set_view(stale)
+    view = fresh(url).open("gen").view()
+    assert [m.content for m in view] == [f"NEW {i}" for i in range(5)]
+
+
+def test_a_loop_whose_session_is_re_created_mid_turn_stores_no_stale_view(
+    session_store: SessionStore,
+) -> None:
+    # TurnLoop calls set_view without based_on: the generation check must hold on that path.
+    from compaction.loop import TurnLoop
+    from compaction.tokens import ApproximateCounter
+
+    url = session_store.location
+    session = session_store.open("loop")
+    session.add([Message("user", f"old secret 1234, part {i}: " + "x" * 400) for i in range(8)])
+
+    def wipe() -> str:
+        """Delete and re-create the session (another process, as far as the loop can tell):
+        its ids start again at loop-0, so the loop's compacted view names existing ids."""
+        other = fresh(url)
+        other.delete("loop")
+        other.open("loop").add([Message("user", f"new {i}") for i in range(12)])
+        return "wiped " + "y" * 3000  # big enough that the next request compacts again
+
+    replies = iter(
+        [
+            Message("assistant", "", tool_calls=(ToolCall("c1", "wipe", "{}"),)),
+            Message("assistant", "done"),
+        ]
+    )
+    loop = TurnLoop(
+        lambda messages, tools=None, **kw: next(replies),
+        [wipe],
+        session=session,
+        window=1200,
+        counter=ApproximateCounter(),
+    )
+    loop.run("go")
+    assert loop.compactor is not None and loop.compactor.stats.compactions >= 2
+    view = fresh(url).open("loop").view()
+    assert not any("1234" in m.content for m in view), [m.content[:30] for m in view]
+
+
+def test_ids_a_caller_chose_in_the_automatic_shape_never_wedge_the_session(
+    session_store: SessionStore,
+) -> None:
+    # Moving the tail of a session into a new one keeps its ids: "a-5".."a-9" at seq 0..4.
+    session = session_store.open("a")
+    moved = session.add([Message("user", f"step {i}", id=f"a-{i}") for i in range(5, 10)])
+    added = [session.add_user(f"next turn {i}") for i in range(4)]
+    added += session.add(Message("user", "batch"), Message("assistant", "x", id="a-12"))
+    again = fresh(session_store.location).open("a", create=False)
+    ids = [m.id for m in again.messages]
+    assert len(set(ids)) == len(ids) == 11
+    assert ids[:5] == [m.id for m in moved]
+    for message in [*moved, *added]:  # every id names its own message
+        assert again.recall(message.id or "") == message
+
+
+def test_clear_moves_the_updated_moment(session_store: SessionStore) -> None:
+    session = session_store.open("c")
+    session.add_user("hello", at=datetime(2020, 1, 1, tzinfo=timezone.utc))
+    session.metadata["owner"] = "alice"
+    before = fresh(session_store.location).open("c").updated
+    assert before is not None
+    time.sleep(0.01)
+    session.clear()
+    after = fresh(session_store.location).open("c").updated
+    assert after is not None and after > before
+    assert fresh(session_store.location).open("c").metadata["owner"] == "alice"
+
+
+# -- exactness ---------------------------------------------------------------------------------
+
+PAIR = "\ud83d\ude00"  # two code points that a JSON reader would join into one emoji
+
+
+def test_a_surrogate_pair_given_as_two_code_points_comes_back_as_two(
+    session_store: SessionStore,
+) -> None:
+    session = session_store.open("pair")
+    text = f"{PAIR} beside a real \U0001f600 and a lone \udc80"
+    stored = session.add(
+        Message("user", text, id=f"id-{PAIR}", meta={PAIR: [PAIR]}),
+        Message("user", "\U0001f600", id="id-\U0001f600"),  # the same id, as one character
+    )
+    session.global_context[PAIR] = PAIR
+    session.set_view(stored)
+    again = fresh(session_store.location).open("pair", create=False)
+    assert again.messages == stored
+    first = again.messages[0]
+    assert len(first.content) == len(text) and first.content == text
+    assert list(first.meta) == [PAIR] and len(next(iter(first.meta))) == 2
+    assert again.recall(f"id-{PAIR}") == stored[0] and again.recall("id-\U0001f600") == stored[1]
+    assert again.global_context[PAIR] == PAIR
+    assert again.view() == stored
+    archive = again.export_bytes()
+    back = fresh(session_store.location)
+    path = Path(again.export(Path(os.environ.get("TMPDIR", "/tmp")) / f"pair-{os.getpid()}.json"))
+    try:
+        assert back.import_(path, "pair-copy").messages == stored
+    finally:
+        path.unlink()
+    assert PAIR.encode("utf-8", "surrogatepass") not in archive  # escaped, not raw
+
+
+def _nested(levels: int) -> Any:
+    value: Any = []
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def test_deep_nesting_is_a_clear_error_never_a_recursion_error(
+    session_store: SessionStore,
+) -> None:
+    session = session_store.open("deep")
+    with pytest.raises(TypeError, match="nested too deeply"):
+        session.global_context["k"] = _nested(100_000)
+    with pytest.raises(TypeError, match="nested too deeply"):
+        session.add(Message("user", "x", meta={"k": _nested(100_000)}))
+    session.global_context["fine"] = _nested(200)
+    assert fresh(session_store.location).open("deep").global_context["fine"] == _nested(200)

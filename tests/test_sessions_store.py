@@ -443,3 +443,29 @@ def test_import_rejects_bad_files(store: SessionStore, tmp_path: Path) -> None:
     assert store.list() == ["ok"]
     with pytest.raises(InvalidSessionName):
         store.import_(good, "../escape")
+
+
+def test_a_deeply_nested_document_on_disk_is_a_format_error(tmp_path: Path) -> None:
+    from compaction.sessions import SessionFormatError
+
+    store = SessionStore(tmp_path)
+    store.open("s").add_user("hi")
+    path = tmp_path / "s" / "context.json"
+    doc = path.read_text()
+    path.write_text(
+        doc.replace('"data": {}', '"data": {"k": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    )
+    with pytest.raises(SessionFormatError, match="nested too deeply") as caught:
+        SessionStore(tmp_path).open("s").global_context.to_dict()
+    assert str(path) in str(caught.value)
+
+
+def test_formats_dump_of_a_lone_surrogate_is_a_clear_error(tmp_path: Path) -> None:
+    from compaction import formats
+    from compaction.formats import FormatError
+    from compaction.messages import Message
+
+    out = tmp_path / "out.json"
+    with pytest.raises(FormatError, match="lone surrogate"):
+        formats.dump([Message("user", "broken \udc80 text")], "openai", out)
+    assert not out.exists()

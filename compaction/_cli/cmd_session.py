@@ -20,7 +20,8 @@ def _store(args: Any) -> Any:
     from ..sessions import SessionStore
 
     try:
-        return SessionStore.from_url(args.store) if args.store else SessionStore()
+        # "--store ''" is a mistake (an unset variable, say), never a request for the default.
+        return SessionStore.from_url(args.store) if args.store is not None else SessionStore()
     except (ValueError, TypeError, ImportError) as exc:
         raise CliError(f"--store: {exc}") from None
 
@@ -132,11 +133,18 @@ def run(args: Any) -> int:
             f"exported session {args.name!r} to {path}",
         )
     if action == "import":
-        session = store.import_(args.path, args.name)
+        name = args.name
+        if args.name_option is not None:
+            if name is not None and name != args.name_option:
+                raise CliError(f"two names given: {name!r} and --name {args.name_option!r}")
+            name = args.name_option
+        source: Any = sys.stdin.buffer.read() if args.path == STDIO else args.path
+        session = store.import_(source, name)
+        shown = "stdin" if args.path == STDIO else args.path
         return _done(
             args,
-            {"name": session.name, "imported": args.path, "messages": len(session.entries)},
-            f"imported {args.path} as session {session.name!r} ({len(session.entries)} messages)",
+            {"name": session.name, "imported": shown, "messages": len(session.entries)},
+            f"imported {shown} as session {session.name!r} ({len(session.entries)} messages)",
         )
     if action == "clear":
         store.clear(args.name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from .errors import CliError
 from .ladder import DEFAULT_LADDER
@@ -16,6 +16,25 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (see '{self.prog} --help')")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:  # type: ignore[override]
+        # Extra arguments are found by the top-level parser, after the subcommand's parser
+        # has finished: point at the help of the command that was typed, not the top level.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if (
+            len(extras) == 1
+            and not extras[0].startswith("-")
+            and getattr(parsed, "action", None) == "import"
+            and getattr(parsed, "name", "") is None
+        ):
+            # argparse fills an optional positional only before the first option, so
+            # "import FILE --store X NAME" would leave NAME over: it is the name.
+            parsed.name = extras.pop()
+        if extras:
+            words = [self.prog, getattr(parsed, "command", None), getattr(parsed, "action", None)]
+            prog = " ".join(w for w in words if isinstance(w, str))
+            raise CliError(f"unrecognized arguments: {' '.join(extras)} (see '{prog} --help')")
+        return parsed
 
 
 def positive_int(text: str) -> int:
@@ -142,7 +161,7 @@ examples:
   compaction session list
   compaction session show my-agent
   compaction session export my-agent my-agent.json
-  compaction session import my-agent.json --name restored
+  compaction session import my-agent.json restored
   compaction session clear my-agent       # empty the history, keep context and state
   compaction session delete my-agent
 
@@ -345,10 +364,13 @@ def build_parser() -> Parser:
     import_ = action(
         "import",
         "create a session from an exported JSON file",
-        "compaction session import my-agent.json --name restored",
+        "compaction session import my-agent.json restored",
     )
-    import_.add_argument("path", metavar="FILE")
-    import_.add_argument("--name", metavar="NAME", help="store it under this name")
+    import_.add_argument("path", metavar="FILE", help="an export file, or '-' for stdin")
+    import_.add_argument(
+        "name", metavar="NAME", nargs="?", help="store it under this name (default: its own)"
+    )
+    import_.add_argument("--name", dest="name_option", metavar="NAME", help=argparse.SUPPRESS)
     clear = action(
         "clear",
         "empty a session's history (context and state stay)",

@@ -138,6 +138,18 @@ def dump(
 ) -> None:
     """Write :func:`dumps` output to a path (atomically: all of it or nothing) or a stream."""
     text = dumps(messages, format, like=like)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        # A lone surrogate (Python allows it in a str) has no UTF-8 form; the readers refuse
+        # one too, so writing it escaped would make a file we could not read back.
+        name = getattr(dest, "name", None) if hasattr(dest, "write") else dest
+        raise FormatError(
+            os.fspath(name) if isinstance(name, (str, os.PathLike)) else "<stream>",
+            f"cannot write a lone surrogate ({text[exc.start]!r}, character {exc.start} of "
+            "the output): UTF-8 JSON cannot hold it. Replace it (e.g. "
+            "s.encode('utf-8', 'replace').decode()) before writing.",
+        ) from None
     if hasattr(dest, "write"):
         dest.write(text)  # type: ignore[union-attr]
         return

@@ -28,6 +28,7 @@ from .errors import (
     SessionFormatError,
     SessionNotFoundError,
     StaleViewError,
+    StoreError,
     StoreSchemaError,
     StoreUnavailableError,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionStore",
     "StaleViewError",
+    "StoreError",
     "StoreSchemaError",
     "StoreUnavailableError",
     "UnsafeLocationError",

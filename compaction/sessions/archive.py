@@ -76,13 +76,15 @@ def dump_archive(archive: Archive) -> bytes:
     return encode_json(doc, indent=1)
 
 
-def read_archive(path: Path) -> Archive:
-    """Parse and check an export file; every problem names the file and the field."""
+def read_archive(path: Path, data: bytes | None = None) -> Archive:
+    """Parse and check an export file (``data``: its bytes, already read from ``path``);
+    every problem names the file and the field."""
 
     def fail(reason: str) -> SessionFormatError:
         return SessionFormatError(path, reason)
 
-    doc = check_header(loads(path.read_bytes(), fail), EXPORT_FORMAT, fail)
+    raw = path.read_bytes() if data is None else data
+    doc = check_header(loads(raw, fail), EXPORT_FORMAT, fail)
     name = doc.get("name")
     if not isinstance(name, str):
         raise fail("'name' must be a string")

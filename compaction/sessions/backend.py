@@ -25,7 +25,7 @@ from .codec import encode_message
 from .errors import StaleViewError
 from .history import Entry, History
 
-__all__ = ["DOCUMENTS", "MAPPINGS", "Backend", "check_view_update", "encoded_view"]
+__all__ = ["DOCUMENTS", "MAPPINGS", "Backend", "check_epoch", "check_view_update", "encoded_view"]
 
 MAPPINGS: Final = ("context", "state", "metadata")
 DOCUMENTS: Final = (*MAPPINGS, "view")
@@ -78,11 +78,14 @@ class Backend(abc.ABC):
         """Atomically apply ``mutate`` to the ``data`` of mapping document ``kind``."""
 
     @abc.abstractmethod
-    def put_view(self, name: str, body: dict[str, Any], min_seq: int | None) -> None:
+    def put_view(
+        self, name: str, body: dict[str, Any], min_seq: int | None, epoch: str | None
+    ) -> None:
         """Store the view ``body`` unless it is stale: StaleViewError when the stored view was
-        computed from a newer history (a larger ``based_on``), or when the history was cleared
-        past ``min_seq`` (the oldest message the view stands on). Refuses to replace a view
-        written in a newer format."""
+        computed from a newer history (a larger ``based_on``), when the history was cleared
+        past ``min_seq`` (the oldest message the view stands on), or when the session's
+        generation is no longer ``epoch`` (the one the view was computed from; None: not
+        checked). Refuses to replace a view written in a newer format."""
 
     @abc.abstractmethod
     def clear(self, name: str) -> None:
@@ -113,6 +116,21 @@ def encoded_view(view: dict[str, Any]) -> dict[str, Any]:
         "based_on": view["based_on"],
         "messages": [encode_message(m) for m in view["messages"]],
     }
+
+
+def check_epoch(name: str, expected: str | None, current: str | None) -> None:
+    """StaleViewError unless the session is still in generation ``expected``.
+
+    Sequence numbers carry on after a clear but start again at 0 when a session is deleted
+    and created anew, so ids ("<name>-<seq>") repeat across generations: only the epoch tells
+    a view of the old conversation from one of the new.
+    """
+    if expected is not None and expected != current:
+        raise StaleViewError(
+            f"session {name!r} was cleared, or deleted and re-created, after this view was "
+            "computed: storing it would bring back deleted messages (or hide new ones). "
+            "Recompute it from session.view() and store that."
+        )
 
 
 def check_view_update(

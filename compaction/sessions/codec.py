@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path
@@ -79,9 +80,11 @@ def check_json(value: Any, what: str) -> Any:
     """
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        raise TypeError(f"{what} is nested too deeply to store") from None
     except (TypeError, ValueError) as exc:
         raise TypeError(f"{what} is not JSON-serialisable: {exc}") from None
-    return json.loads(text)
+    return _loads_text(text)
 
 
 def encode_message(message: Message) -> dict[str, Any]:
@@ -146,19 +149,29 @@ def decode_message(data: object, fail: Callable[[str], SessionFormatError]) -> M
         raise fail(str(exc)) from None
 
 
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+# A \u escape of a high surrogate followed by one of a low surrogate, where the backslash
+# really starts an escape (preceded by an even number of backslashes).
+_ESCAPED_PAIR: Final = re.compile(
+    r"(?<!\\)((?:\\\\)*)(\\u[dD][89abAB][0-9a-fA-F]{2})(\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+)
+
+
 def encode_json(value: Any, *, indent: int | None = None) -> bytes:
     """UTF-8 JSON text ending in a newline.
 
-    Non-ASCII text is written as itself, readable; a string holding a lone surrogate (which
-    Python allows and UTF-8 cannot encode) makes us fall back to ASCII escapes instead of
-    failing, so any str a Message accepts can be stored.
+    Text is written as itself, readable, characters beyond the BMP included. A surrogate code
+    point (Python allows one in a str; UTF-8 cannot encode it) is written as a ``\\u`` escape,
+    so any str a Message accepts can be stored: escapes in our files are always surrogates
+    taken one by one, which is how :func:`loads` reads them back (exactly: two code points
+    that happen to form a pair stay two code points, never one character).
     """
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=indent)
-        return (text + "\n").encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(value, ensure_ascii=True, allow_nan=False, indent=indent)
-        return (text + "\n").encode("ascii")
+    except RecursionError:
+        raise TypeError("a value is nested too deeply to store") from None
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return (text + "\n").encode("utf-8")
 
 
 def dump_document(kind: str, body: Mapping[str, Any]) -> bytes:
@@ -194,11 +207,50 @@ def loads(text: bytes | str, fail: Callable[[str], SessionFormatError]) -> Any:
         except UnicodeDecodeError as exc:
             raise fail(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
-        return json.loads(text, parse_constant=_no_constant)
+        return _loads_text(text)
     except json.JSONDecodeError as exc:
         raise fail(f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise fail("JSON nested too deeply to read") from None
     except ValueError as exc:
         raise fail(str(exc)) from None
+
+
+def _loads_text(text: str) -> Any:
+    """json.loads, except that an escaped surrogate pair stays two code points.
+
+    JSON readers join ``\\ud83d\\ude00`` into one character; our writer escapes only
+    surrogates taken one by one (see :func:`encode_json`), so here a pair is split by a
+    sentinel character that occurs nowhere in the text, then the sentinel is removed.
+    """
+    if not _ESCAPED_PAIR.search(text):
+        return json.loads(text, parse_constant=_no_constant)
+    sentinel = next(
+        chr(c)
+        for c in range(0xE000, 0xF900)
+        if chr(c) not in text and f"\\u{c:04x}" not in text.lower()
+    )
+    split = _ESCAPED_PAIR.sub(lambda m: m.group(1) + m.group(2) + sentinel + m.group(3), text)
+    return _without(json.loads(split, parse_constant=_no_constant), sentinel)
+
+
+def _without(value: Any, sentinel: str) -> Any:
+    # Iterative: the value may be as deep as json.loads allows.
+    root = [value]
+    stack: list[tuple[Any, Any]] = [(root, 0)]
+    while stack:
+        holder, slot = stack.pop()
+        item = holder[slot]
+        if isinstance(item, str):
+            holder[slot] = item.replace(sentinel, "")
+        elif isinstance(item, list):
+            stack.extend((item, i) for i in range(len(item)))
+        elif isinstance(item, dict):
+            fixed = {k.replace(sentinel, ""): v for k, v in item.items()}
+            item.clear()
+            item.update(fixed)
+            stack.extend((item, k) for k in item)
+    return root[0]
 
 
 def _no_constant(name: str) -> Any:

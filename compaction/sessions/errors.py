@@ -12,6 +12,7 @@ __all__ = [
     "SessionFormatError",
     "SessionNotFoundError",
     "StaleViewError",
+    "StoreError",
     "StoreSchemaError",
     "StoreUnavailableError",
 ]
@@ -72,7 +73,8 @@ class SessionFormatError(SessionError, ValueError):
     """
 
     def __init__(self, path: Path | str, reason: str, line: int | None = None) -> None:
-        self.path = Path(path)
+        # A database store names the session by URL: Path() would fold "//" into "/".
+        self.path: Path | str = path if isinstance(path, str) and "://" in path else Path(path)
         self.line = line
         self.reason = reason
         where = f"{self.path}" if line is None else f"{self.path}, line {line}"
@@ -90,6 +92,19 @@ class StaleViewError(SessionError, ValueError):
 
 class StoreSchemaError(SessionError):
     """A database whose session tables were made by a newer compaction (or are not ours)."""
+
+
+class StoreError(SessionError):
+    """The database refused a call for a reason a retry would not change: a wrong password, a
+    missing role or database, a statement timeout, a value out of range, a full disk, missing
+    privileges. The message names PostgreSQL's reason; ``sqlstate`` is its code, when sent.
+
+    Nothing was half written: the call's transaction was rolled back.
+    """
+
+    def __init__(self, message: str, *, sqlstate: str | None = None) -> None:
+        super().__init__(message)
+        self.sqlstate = sqlstate
 
 
 class StoreUnavailableError(SessionError, ConnectionError):

@@ -28,7 +28,14 @@ from typing import Any, Final
 from ..messages import Message
 from . import journal
 from .archive import Archive
-from .backend import DOCUMENTS, MAPPINGS, Backend, check_view_update, encoded_view
+from .backend import (
+    DOCUMENTS,
+    MAPPINGS,
+    Backend,
+    check_epoch,
+    check_view_update,
+    encoded_view,
+)
 from .codec import check_view, dump_document, format_ts, now, parse_ts, read_document
 from .errors import SessionExistsError, SessionFormatError, SessionNotFoundError
 from .files import (
@@ -275,7 +282,9 @@ class FileBackend(Backend):
             mutate(data)
             self._write_document(name, kind, {"updated": updated, "data": data})
 
-    def put_view(self, name: str, body: dict[str, Any], min_seq: int | None) -> None:
+    def put_view(
+        self, name: str, body: dict[str, Any], min_seq: int | None, epoch: str | None
+    ) -> None:
         with self._locked(name):
             self._materialize(name)
             self._docs.pop((name, "view"), None)
@@ -284,6 +293,7 @@ class FileBackend(Backend):
             stored = self.read_document(name, "view")
             history = History()
             self.read(name, history)
+            check_epoch(name, epoch, history.epoch)
             check_view_update(name, stored, body, min_seq, history.first_seq)
             self._write_document(name, "view", body)
 
@@ -307,6 +317,12 @@ class FileBackend(Backend):
                 history.next_seq,
                 durable=self.durable,
             )
+            # A clear is a change: the session's "updated" moment (read from its documents
+            # and its newest message) must move, though no message is left to carry it.
+            self._docs.pop((name, "metadata"), None)
+            meta = self.read_document(name, "metadata")
+            data = dict(meta["data"]) if meta is not None else {}
+            self._write_document(name, "metadata", {"updated": format_ts(now()), "data": data})
 
     def delete(self, name: str) -> None:
         with self._locked(name):

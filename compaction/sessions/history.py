@@ -3,11 +3,14 @@
 Every backend fills one of these incrementally (only what was added since the last read is
 fetched), so a long session is read once per process, not once per call. ``cursor`` is the
 backend's own bookmark (a file offset, a database epoch); nothing else looks at it.
+``epoch`` names the session's generation: it changes when the history is cleared and when
+the session is deleted and created again, so that a view computed from an older generation
+can be told apart even where the sequence numbers (and so the ids) repeat.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -35,10 +38,15 @@ class History:
         self.reset()
 
     def reset(
-        self, cursor: Any = None, first_seq: int = 0, created: datetime | None = None
+        self,
+        cursor: Any = None,
+        first_seq: int = 0,
+        created: datetime | None = None,
+        epoch: str | None = None,
     ) -> None:
         """Forget everything (the session was cleared, deleted or replaced)."""
         self.cursor = cursor
+        self.epoch = epoch
         self.first_seq = first_seq
         self.created = created
         self.entries: list[Entry] = []
@@ -80,18 +88,43 @@ class History:
 
 
 def assign_ids(
-    session: str, history: History, messages: Sequence[Message], first: int, at: datetime
+    session: str,
+    history: History,
+    messages: Sequence[Message],
+    first: int,
+    at: datetime,
+    taken: Collection[str] = (),
 ) -> list[Entry]:
-    """Entries for ``messages`` from seq ``first`` on: a message without an id gets
-    ``"<session>-<seq>"``; an id already in ``history`` (or twice in the batch) is refused
-    before anything is written."""
+    """Entries for ``messages`` from seq ``first`` on; an id already in ``history`` (or twice
+    in the batch) is refused before anything is written.
+
+    A message without an id gets ``"<session>-<seq>"``, or, when a caller already stored a
+    message under that id (ids are free-form, and copying a session's tail keeps its ids),
+    ``"<session>-<seq>.<k>"`` for the smallest free ``k``: an automatic id must never collide,
+    or every later ``add`` would be refused for good. ``taken`` lists stored ids that
+    ``history`` does not hold (a backend that checks ids in the database instead).
+    """
     entries: list[Entry] = []
+    chosen = {m.id for m in messages if m.id is not None}
     seen: set[str] = set()
+
+    def free(candidate: str) -> bool:
+        return not (
+            candidate in chosen
+            or candidate in seen
+            or candidate in taken
+            or history.has_id(candidate)
+        )
+
     seq = first
     for message in messages:
         message_id = message.id
         if message_id is None:
             message_id = f"{session}-{seq}"
+            k = 0
+            while not free(message_id):
+                k += 1
+                message_id = f"{session}-{seq}.{k}"
             message = message.replace(id=message_id, tokens=message.tokens)
         if history.has_id(message_id) or message_id in seen:
             raise ValueError(

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -56,7 +57,8 @@ _BATCH: Final = frozenset({"seq", "ts", "messages"})
 
 
 def header_line(session: str, created: datetime, first_seq: int) -> bytes:
-    """The first line of a log."""
+    """The first line of a log, with a new ``epoch``: every log written from scratch (a new
+    session, a clear, an import) starts a new generation of the session."""
     return encode_json(
         {
             "format": PREFIX,
@@ -64,6 +66,7 @@ def header_line(session: str, created: datetime, first_seq: int) -> bytes:
             "session": session,
             "created": format_ts(created),
             "first_seq": first_seq,
+            "epoch": secrets.token_hex(16),
         }
     )
 
@@ -135,7 +138,7 @@ def refresh(path: Path, history: History) -> bytes:
 
 def _parse(path: Path, history: History, block: bytes) -> None:
     identity, offset, line_no = history.cursor
-    first_seq, created = history.first_seq, history.created
+    first_seq, created, epoch = history.first_seq, history.created, history.epoch
     next_seq = history.next_seq
     entries: list[Entry] = []
     for raw in block.split(b"\n")[:-1]:
@@ -153,6 +156,11 @@ def _parse(path: Path, history: History, block: bytes) -> None:
             if not isinstance(first_seq, int) or isinstance(first_seq, bool) or first_seq < 0:
                 raise fail("header 'first_seq' must be a non-negative integer")
             created = parse_ts(doc.get("created"), fail)
+            epoch = doc.get("epoch")
+            if not isinstance(epoch, str):
+                # Logs written before epochs existed: their header still differs between
+                # generations (a clear rewrites it with a new epoch from then on).
+                epoch = f"{doc.get('created')}/{first_seq}"
             next_seq = first_seq
             continue
         if not isinstance(doc, dict) or set(doc) not in (_ONE, _BATCH):
@@ -171,7 +179,7 @@ def _parse(path: Path, history: History, block: bytes) -> None:
             next_seq += 1
     if line_no == 0:
         return
-    history.first_seq, history.created = first_seq, created
+    history.first_seq, history.created, history.epoch = first_seq, created, epoch
     history.extend(entries)
     history.cursor = (identity, offset + len(block), line_no)
 

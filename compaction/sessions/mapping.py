@@ -7,7 +7,6 @@ and a value read back in this process is the value a fresh process reads.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping
 from typing import Any, Protocol
 
@@ -25,6 +24,12 @@ class Documents(Protocol):
 
 
 __all__ = ["SessionMapping"]
+
+
+def _copy(value: Any) -> Any:
+    # A JSON round trip, not copy.deepcopy: it takes any depth the JSON reader took (deepcopy
+    # needs several Python frames per level and would hit the recursion limit first).
+    return check_json(value, "a stored value")
 
 
 class SessionMapping(MutableMapping[str, Any]):
@@ -47,7 +52,7 @@ class SessionMapping(MutableMapping[str, Any]):
         self._session._update_data(self._kind, mutate)
 
     def __getitem__(self, key: str) -> Any:
-        return copy.deepcopy(self._data()[key])
+        return _copy(self._data()[key])
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._data()))
@@ -84,7 +89,7 @@ class SessionMapping(MutableMapping[str, Any]):
 
     def to_dict(self) -> dict[str, Any]:
         """A deep copy of the whole mapping."""
-        return copy.deepcopy(self._data())
+        return _copy(self._data())
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Mapping):

@@ -1,7 +1,9 @@
-"""Connections for the PostgreSQL session store: a pool, retries, and the versioned schema.
+"""Connections for the PostgreSQL session store: retries, URLs for people, the versioned schema.
 
 A connection lost mid-call (a server restart, a failover) is retried for up to
-``retry_seconds`` with a fresh connection; past that, :class:`StoreUnavailableError`. Callers
+``retry_seconds`` with a fresh connection; past that, :class:`StoreUnavailableError`. A
+failure a retry cannot change is :class:`StoreError` at once (pgpool.py tells them apart).
+Callers
 make their writes safe to retry (see postgres.py: every write carries a token checked first on
 a retry). The schema is created by the first process to need it (under an advisory lock, so
 two processes never race) and carries a version: a newer one is refused, never rewritten.
@@ -10,24 +12,22 @@ two processes never race) and carries a version: a newer one is refused, never r
 from __future__ import annotations
 
 import json
-import os
-import threading
+import re
 import time
-import weakref
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlencode
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
-from psycopg_pool import ConnectionPool
 
 from .._log import log
 from .codec import encode_json
-from .errors import StoreSchemaError, StoreUnavailableError
+from .errors import StoreError, StoreSchemaError, StoreUnavailableError
 from .names import validate_name
+from .pgpool import Pool, is_transient
 
-__all__ = ["SCHEMA_VERSION", "Connections", "key", "redact", "text", "valid"]
+__all__ = ["SCHEMA_VERSION", "Connections", "check_url", "key", "redact", "text", "valid"]
 
 T = TypeVar("T")
 
@@ -65,14 +65,89 @@ _SCHEMA: Final = (
 )
 
 
+# Connection parameters whose values are secrets: never shown, whichever way they were given.
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_SECRETS: Final = frozenset({"password", "sslpassword"})
+# Shown in the URL's own places (user-info, host, port, path); every other one in the query.
+_PLACED: Final = frozenset({"user", "host", "port", "dbname"})
+
+
+def check_url(url: str) -> None:
+    """ValueError, naming no part of ``url`` that could be a secret, unless libpq can parse it.
+
+    libpq's own parse error quotes the offending token (a password with a bad ``%`` escape,
+    say), so it is never passed on: only its gist, with every quoted part cut out. A user
+    name or password holding a raw ``/`` or ``?`` ends the host part early for libpq: its
+    start becomes a host and a "port", the rest the database name or the query, secret and
+    all. So an ``@`` in the path, or a port that is not a number, is refused outright.
+    """
+    rest = url.split("://", 1)[1] if "://" in url else ""
+    cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
+    path = rest[cut:].split("?", 1)[0]
+    hosts = rest[:cut].rsplit("@", 1)[-1]
+    ports = [h.rsplit("]", 1)[-1].rpartition(":")[2] for h in hosts.split(",") if ":" in h]
+    if "@" in path or any(p and not p.isdigit() for p in ports):
+        raise ValueError(
+            "not a valid PostgreSQL URL: its user name or password holds a raw '/', '?' or "
+            "'#' (percent-encode them: %2F, %3F, %23), or its database name a raw '@' (%40)"
+        )
+    try:
+        conninfo_to_dict(url)
+        return
+    except psycopg.ProgrammingError as exc:
+        reason = re.sub(r'"[^"]*"?', "(...)", " ".join(str(exc).split()))
+    # Raised out here, so that libpq's error (quoting the token) is not even its context.
+    raise ValueError(f"not a valid PostgreSQL URL: {reason}")
+
+
 def redact(url: str) -> str:
-    """``url`` without its password (for messages and ``location``)."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    user = parts.username or ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    """``url`` for people: rebuilt from libpq's own parse of it, every password left out.
+
+    Built from what libpq reads, not from the text, so a password however it was given (in
+    the user-info, as ``?password=``, with raw ``#`` or bad escapes) never shows; ``***``
+    says one was given. Without a password the result is the same connection, as a URL.
+    """
+    try:
+        info = conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "postgresql://(an invalid URL)"
+    secret = any(info.get(k) for k in _SECRETS)
+    user = info.get("user")
+    auth = ""
+    if user is not None or secret:
+        auth = quote(str(user or ""), safe="") + (":***" if secret else "") + "@"
+    hosts = str(info.get("host") or "").split(",")
+    ports = str(info.get("port") or "").split(",")
+    netloc: list[str] = []
+    query: dict[str, str] = {}
+    for i, host in enumerate(hosts):
+        port = ports[i] if i < len(ports) else (ports[0] if len(ports) == 1 else "")
+        if host.startswith("/"):  # a Unix socket directory: only as a parameter
+            query["host"] = str(info["host"])
+            netloc = []
+            break
+        shown = f"[{host}]" if ":" in host else quote(host, safe=".-_")
+        netloc.append(shown + (f":{port}" if port else ""))
+    else:
+        if not any(netloc) and info.get("port"):
+            query["port"] = str(info["port"])
+    path = "/" + quote(str(info["dbname"]), safe="") if info.get("dbname") else "/"
+    for k, v in info.items():
+        if k not in _PLACED and k not in _SECRETS:
+            query[k] = str(v)
+    tail = "?" + urlencode(query, quote_via=quote) if query else ""
+    return f"postgresql://{auth}{','.join(netloc)}{path}{tail}"
+
+
+def _reason(exc: BaseException) -> str:
+    """PostgreSQL's reason for ``exc`` in one line, without libpq's "connection to server at
+    ... failed: FATAL:" preamble, and with the SQLSTATE when the server sent one."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if "FATAL:" in text:
+        text = text.split("FATAL:", 1)[1]
+    text = " ".join(text.split())
+    state = getattr(exc, "sqlstate", None)
+    return f"{text} (SQLSTATE {state})" if state else text
 
 
 def valid(name: str) -> bool:
@@ -85,18 +160,33 @@ def valid(name: str) -> bool:
 
 
 def key(message_id: str) -> str:
-    # ASCII JSON of the id: unique per id, and valid PostgreSQL text whatever the id holds.
+    # ASCII JSON of the id: valid PostgreSQL text whatever the id holds. An id holding
+    # surrogate code points gets our exact escaping under a prefix no JSON string starts
+    # with: json.dumps would give "\ud83d\ude00" both to two surrogates and to one emoji.
+    if _SURROGATE.search(message_id):
+        return "s:" + encode_json(message_id).decode("utf-8").rstrip("\n")
     return json.dumps(message_id)
 
 
-def text(value: Any) -> str:
+# PostgreSQL stores at most 1 GB in one field; a larger value fails only once it is sent (and
+# a connection-level failure would send it again), so it is refused before.
+MAX_VALUE_BYTES: Final = (1 << 30) - 1
+
+
+def text(value: Any, what: str = "a value", limit: int = MAX_VALUE_BYTES) -> str:
     # encode_json escapes NUL (as JSON always does) and falls back to ASCII escapes for lone
     # surrogates: the result is valid UTF-8 without NUL, which PostgreSQL text accepts.
-    return encode_json(value).decode("utf-8").rstrip("\n")
+    data = encode_json(value)
+    if len(data) > limit:
+        raise StoreError(
+            f"{what} is {len(data):,} bytes once stored: more than a PostgreSQL field holds "
+            f"({limit:,} bytes). Nothing was written."
+        )
+    return data.decode("utf-8").rstrip("\n")
 
 
 class Connections:
-    """A per-process connection pool to ``url``, opened on first use, with retries."""
+    """This process's connections to ``url`` (see pgpool.py), and calls run with retries."""
 
     def __init__(
         self,
@@ -107,66 +197,48 @@ class Connections:
         retry_seconds: float = 30.0,
         connect_timeout: float = 10.0,
     ) -> None:
-        try:
-            conninfo_to_dict(url)
-        except psycopg.ProgrammingError as exc:
-            reason = " ".join(str(exc).split())
-            raise ValueError(f"not a valid PostgreSQL URL {redact(url)!r}: {reason}") from None
+        check_url(url)
         self.url = url
         self.location = redact(url)
-        self.min_size, self.max_size = min_size, max_size
+        self.min_size, self.max_size = min_size, max_size  # min_size: kept for callers
         self.retry_seconds = retry_seconds
         self.connect_timeout = connect_timeout
-        self._pool: ConnectionPool | None = None
-        self._pid = 0
-        self._lock = threading.Lock()
+        self._pool = Pool(url, max_size=max_size, connect_timeout=connect_timeout)
         self._schema_checked = False
 
-    def _get_pool(self) -> ConnectionPool:
-        with self._lock:
-            # A forked child must not share its parent's sockets: it gets a pool of its own.
-            if self._pool is None or self._pid != os.getpid():
-                pool: ConnectionPool = ConnectionPool(
-                    self.url,
-                    min_size=self.min_size,
-                    max_size=self.max_size,
-                    kwargs={"connect_timeout": max(1, int(self.connect_timeout))},
-                    # No check on checkout (a round trip per call): a connection a server
-                    # restart broke fails its first statement, and _run retries on a new one.
-                    timeout=self.connect_timeout,
-                    name=f"compaction-sessions-{os.getpid()}",
-                    num_workers=1,
-                    open=True,
-                )
-                self._pool, self._pid = pool, os.getpid()
-                weakref.finalize(self, pool.close)
-            return self._pool
-
     def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None and self._pid == os.getpid():
-            pool.close()
+        self._pool.close()
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T], *, what: str) -> T:
-        """``work`` in one transaction, retried while the server is unreachable."""
+        """``work`` in one transaction. A failure of the connection or the server is retried
+        until ``retry_seconds`` after the call began (connecting included); any other failure
+        is raised at once as :class:`StoreError`, naming PostgreSQL's reason."""
         deadline = time.monotonic() + self.retry_seconds
         delay = 0.05
+        retried = False
         while True:
             try:
-                with self._get_pool().connection() as conn:
+                with self._pool.connection(deadline - time.monotonic()) as conn:
                     if not self._schema_checked:
                         self._ensure_schema(conn)
                     return work(conn)
-            except psycopg.OperationalError as exc:
-                if time.monotonic() + delay > deadline:
+            except psycopg.Error as exc:
+                reason = _reason(exc)
+                if not is_transient(exc):
+                    raise StoreError(
+                        f"session store {self.location}: {what} failed: {reason}",
+                        sqlstate=exc.sqlstate,
+                    ) from exc
+                if time.monotonic() + delay >= deadline:
                     raise StoreUnavailableError(
                         f"session store {self.location}: {what} failed and the server did not "
-                        f"come back within {self.retry_seconds:g} s: {exc}"
+                        f"come back within {self.retry_seconds:g} s: {reason}"
                     ) from exc
-                log.warning("session.store_retry", store=self.location, op=what, error=str(exc))
+                if not retried:  # one line per call, not one per attempt
+                    log.warning("session.store_retry", store=self.location, op=what, error=reason)
+                    retried = True
                 time.sleep(delay)
-                delay = min(delay * 2, 1.0)
+                delay = min(delay * 2, 0.5)
 
     def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():

@@ -15,7 +15,8 @@ always bound parameters, never SQL text.
 A connection lost mid-call (a server restart, a failover) is retried for up to
 ``retry_seconds``; every write carries a random token that is checked first on a retry, so a
 commit whose acknowledgement was lost is found, not made twice. Past the deadline the error
-is raised: a write never returns without being committed.
+is raised: a write never returns without being committed. Any other failure (credentials, a
+missing database, a timeout, a value out of range) is a StoreError at once (see pgpool.py).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import psycopg
 
 from ..messages import Message
 from .archive import Archive
-from .backend import MAPPINGS, Backend, check_view_update, encoded_view
+from .backend import MAPPINGS, Backend, check_epoch, check_view_update, encoded_view
 from .codec import (
     check_view,
     decode_message,
@@ -45,7 +46,7 @@ from .errors import (
     SessionNotFoundError,
 )
 from .history import Entry, History, assign_ids
-from .pgconn import SCHEMA_VERSION, Connections, key, redact, text, valid
+from .pgconn import MAX_VALUE_BYTES, SCHEMA_VERSION, Connections, key, redact, text, valid
 
 __all__ = ["SCHEMA_VERSION", "PostgresBackend", "redact"]
 
@@ -55,9 +56,14 @@ T = TypeVar("T")
 class PostgresBackend(Backend):
     """Sessions in a PostgreSQL database (``url``: a libpq URL, ``postgresql://…``).
 
-    ``min_size``/``max_size`` size the connection pool (per process); ``retry_seconds``
-    bounds how long a call keeps retrying while the server is unreachable.
+    ``max_size`` bounds the connections kept per process (``min_size`` is accepted for
+    compatibility: connections are made when first needed); ``retry_seconds`` bounds how long
+    a call keeps retrying while the server is unreachable, connecting included;
+    ``connect_timeout`` bounds one connection attempt.
     """
+
+    #: The largest value stored in one field (PostgreSQL's limit is 1 GB).
+    max_value_bytes: int = MAX_VALUE_BYTES
 
     def __init__(
         self,
@@ -149,7 +155,7 @@ class PostgresBackend(Backend):
                 return
             created, first_seq, _next, epoch = rows[0][:4]
             if history.cursor != epoch:
-                history.reset(epoch, first_seq, parse_ts(created, self._bad(name)))
+                history.reset(epoch, first_seq, parse_ts(created, self._bad(name)), str(epoch))
                 if start > first_seq:  # read from the wrong place: the session was replaced
                     rows = self._fetch(conn, name, first_seq)
             entries = [self._entry(name, r[4], r[5], r[6]) for r in rows if r[4] is not None]
@@ -202,7 +208,7 @@ class PostgresBackend(Backend):
                     if done:  # committed by an attempt whose acknowledgement was lost
                         return [self._entry(name, *r) for r in done]
                 next_seq = row[2]
-                entries = assign_ids(name, History(), messages, next_seq, at)
+                entries = self._fresh_ids(conn, name, messages, next_seq, at)
                 rows = [
                     (
                         name,
@@ -210,7 +216,7 @@ class PostgresBackend(Backend):
                         stamp,
                         key(e.message.id or ""),
                         batch,
-                        text(encode_message(e.message)),
+                        self._text(encode_message(e.message), f"message seq {e.seq}"),
                     )
                     for e in entries
                 ]
@@ -238,6 +244,38 @@ class PostgresBackend(Backend):
         entries = self._run(work, what="append")
         self.read(name, history)
         return entries
+
+    @staticmethod
+    def _fresh_ids(
+        conn: psycopg.Connection[Any],
+        name: str,
+        messages: Sequence[Message],
+        next_seq: int,
+        at: datetime,
+    ) -> list[Entry]:
+        """The batch's entries, with automatic ids no stored message already has.
+
+        The history is not read here (that would be a round trip of the whole session per
+        append): the ids we would give are looked up, and any taken one is given a free
+        alternative; each round takes at least one more id off, so this ends.
+        """
+        taken: set[str] = set()
+        while True:
+            entries = assign_ids(name, History(), messages, next_seq, at, taken)
+            automatic = {
+                key(e.message.id or ""): e.message.id or ""
+                for e, m in zip(entries, messages, strict=True)
+                if m.id is None
+            }
+            if not automatic:
+                return entries
+            found = conn.execute(
+                "SELECT msg_key FROM compaction_messages WHERE session = %s AND msg_key = ANY(%s)",
+                (name, list(automatic)),
+            ).fetchall()
+            if not found:
+                return entries
+            taken.update(automatic[r[0]] for r in found)
 
     # -- the documents ------------------------------------------------------------------------
 
@@ -285,18 +323,28 @@ class PostgresBackend(Backend):
 
         self._run(work, what=f"update {kind}")
 
-    @staticmethod
+    def _text(self, value: Any, what: str) -> str:
+        return text(value, what, self.max_value_bytes)
+
     def _put(
-        conn: psycopg.Connection[Any], name: str, kind: str, token: uuid.UUID, body: dict[str, Any]
+        self,
+        conn: psycopg.Connection[Any],
+        name: str,
+        kind: str,
+        token: uuid.UUID,
+        body: dict[str, Any],
     ) -> None:
+        limit = self.max_value_bytes
         conn.execute(
             "INSERT INTO compaction_documents (session, kind, token, body)"
             " VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind)"
             " DO UPDATE SET token = EXCLUDED.token, body = EXCLUDED.body",
-            (name, kind, token, text(body)),
+            (name, kind, token, text(body, f"the {kind} document", limit)),
         )
 
-    def put_view(self, name: str, body: dict[str, Any], min_seq: int | None) -> None:
+    def put_view(
+        self, name: str, body: dict[str, Any], min_seq: int | None, epoch: str | None
+    ) -> None:
         token = uuid.uuid4()
 
         def work(conn: psycopg.Connection[Any]) -> None:
@@ -310,6 +358,7 @@ class PostgresBackend(Backend):
                 ).fetchone()
                 if found is not None and found[0] == token:
                     return
+                check_epoch(name, epoch, str(row[3]))
                 stored = None
                 if found is not None:
                     stored = loads(found[1], self._bad(name))
@@ -323,6 +372,7 @@ class PostgresBackend(Backend):
 
     def clear(self, name: str) -> None:
         epoch = uuid.uuid4()
+        stamp = format_ts(now())
 
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
@@ -340,6 +390,14 @@ class PostgresBackend(Backend):
                     " WHERE name = %s",
                     (epoch, name),
                 )
+                # A clear is a change: "updated" must move, though no message carries it.
+                found = conn.execute(
+                    "SELECT body FROM compaction_documents"
+                    " WHERE session = %s AND kind = 'metadata' FOR UPDATE",
+                    (name,),
+                ).fetchone()
+                data = loads(found[0], self._bad(name)).get("data", {}) if found else {}
+                self._put(conn, name, "metadata", epoch, {"updated": stamp, "data": data})
 
         self._run(work, what="clear")
 
@@ -424,7 +482,7 @@ class PostgresBackend(Backend):
                                 format_ts(e.timestamp),
                                 key(e.message.id or ""),
                                 token,
-                                text(encode_message(e.message)),
+                                self._text(encode_message(e.message), f"message seq {e.seq}"),
                             )
                         )
                 for kind, body in archive.documents.items():

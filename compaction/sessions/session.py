@@ -33,7 +33,7 @@ from .._log import log
 from ..messages import Message
 from ..transcript import is_compaction_output, message_ref, provenance
 from .archive import dump_archive
-from .backend import Backend
+from .backend import Backend, check_epoch
 from .codec import check_json, encode_message, format_ts, now, parse_ts
 from .errors import SessionFormatError
 from .history import Entry, History
@@ -55,6 +55,9 @@ class Session:
         self.store = store
         self.name = name
         self._history = History()
+        # The generation of the history last handed to the caller: the one a view it stores
+        # was computed from (see set_view).
+        self._seen: str | None = None
         self._mutex = threading.RLock()
         self.global_context = SessionMapping(self, "context", "global context")
         self.state = SessionMapping(self, "state", "state")
@@ -103,7 +106,9 @@ class Session:
     def entries(self) -> tuple[Entry, ...]:
         """The raw history with each message's sequence number and timestamp."""
         with self._mutex:
-            return tuple(self._refresh().entries)
+            history = self._refresh()
+            self._seen = history.epoch
+            return tuple(history.entries)
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -166,12 +171,14 @@ class Session:
         with self._mutex:
             self.backend.clear(self.name)
             self._history.reset()
+            self._seen = None
 
     def delete(self) -> None:
         """Delete the session and everything in it (the store's ``delete``)."""
         self.backend.delete(self.name)
         with self._mutex:
             self._history.reset()
+            self._seen = None
 
     @property
     def created(self) -> datetime | None:
@@ -213,6 +220,12 @@ class Session:
         :class:`StaleViewError` when the stored one was computed from more history, or when
         the history was cleared under it, so a worker that fell behind never rolls the
         session back.
+
+        Generations: the view is taken to be computed from the history this Session object
+        last read (``messages``, ``entries``, ``view()``, ...). If the session was cleared, or
+        deleted and created again, since then, the view is refused with
+        :class:`StaleViewError` even without ``based_on``: ids start again at ``<name>-0``
+        after a re-create, so they alone cannot tell the old conversation from the new.
         """
         view = list(messages)
         for i, item in enumerate(view):
@@ -221,7 +234,10 @@ class Session:
                     f"set_view() takes Message objects; item {i} is {type(item).__name__}"
                 )
         with self._mutex:
+            expected = self._seen
             history = self._refresh()
+            check_epoch(self.name, expected, history.epoch)
+            expected = history.epoch
             covered = -1
             oldest: int | None = None
             for i, item in enumerate(view):
@@ -261,7 +277,7 @@ class Session:
                 "based_on": based_on,
                 "messages": [encode_message(m) for m in view],
             }
-            self.backend.put_view(self.name, body, oldest)
+            self.backend.put_view(self.name, body, oldest, expected)
 
     save_view = set_view
 

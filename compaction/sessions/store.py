@@ -195,15 +195,19 @@ class SessionStore:
         """Write session ``name`` to the single JSON file ``path``; return its path."""
         return self.open(name, create=False).export(path)
 
-    def import_(self, path: str | os.PathLike[str], name: str | None = None) -> Session:
-        """Create session ``name`` (default: the exported name) from an export file.
+    def import_(self, path: str | os.PathLike[str] | bytes, name: str | None = None) -> Session:
+        """Create session ``name`` (default: the exported name) from an export file (or its
+        bytes: ``path`` may be the file's contents, read from stdin say).
 
         The new session is identical to the exported one, whichever store exported it:
         messages with their ids, sequence numbers and timestamps, global context, state,
         metadata and view. An existing session is never overwritten or merged into
         (SessionExistsError).
         """
-        archive = read_archive(Path(path))
+        if isinstance(path, bytes):
+            archive = read_archive(Path("<stdin>"), path)
+        else:
+            archive = read_archive(Path(path))
         name = archive.name if name is None else name
         validate_name(name)
         if self.backend.exists(name):
