@@ -88,6 +88,7 @@ SUITES: Final = (
     ),
     Suite("quality", "benchmarks.quality", "suite", "benchmarks.quality_report:markdown"),
     Suite("frameworks", "benchmarks.frameworks", "suite", "section"),
+    Suite("integrations", "benchmarks.integrations_cost", "suite", "section"),
     Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
 )
 

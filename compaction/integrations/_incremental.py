@@ -16,6 +16,7 @@ gets that call's name.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -109,9 +110,7 @@ class ResponsesHistory:
             return from_responses(items)
         keep = common_prefix(self.sources, items)
         # Messages wholly inside the common prefix and closed (the next one starts inside it).
-        whole = 0
-        while whole + 1 < len(self.starts) and self.starts[whole + 1] <= keep:
-            whole += 1
+        whole = max(bisect.bisect_right(self.starts, keep) - 1, 0)
         start = self.starts[whole] if whole < len(self.starts) else 0
         try:
             tail = from_responses(items[start:])

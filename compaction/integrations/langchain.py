@@ -42,6 +42,7 @@ from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
 from ._conversations import Conversations
+from ._incremental import common_prefix
 from .langchain_messages import (
     from_langchain,
     message_from_langchain,
@@ -76,8 +77,8 @@ class _Thread:
     def __init__(self, compactor: Compactor) -> None:
         self.compactor = compactor
         # The LangChain messages converted so far, and their conversions, by position: a
-        # message already converted (the same object) is not converted again, so a call costs
-        # one identity check per old message.
+        # message already converted (the same object, or an equal one) is not converted
+        # again, so a call costs a pointer walk over the old messages.
         self.sources: list[BaseMessage] = []
         self.converted: list[Message] = []
         # Our message -> the LangChain message it came from, to send unchanged messages back
@@ -104,11 +105,7 @@ class _Thread:
 
     def convert(self, lc: Sequence[BaseMessage], offset: int) -> list[Message]:
         sources, converted = self.sources, self.converted
-        keep = 0
-        for a, b in zip(sources, lc, strict=False):
-            if a is not b:
-                break
-            keep += 1
+        keep = common_prefix(sources, lc)
         for m in converted[keep:]:
             self.by_id.pop(id(m), None)
         del sources[keep:], converted[keep:]

@@ -39,6 +39,7 @@ from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
 from ._conversations import Conversations
+from ._incremental import common_prefix
 from .pydantic_ai_messages import from_pydantic_ai, to_pydantic_ai
 
 __all__ = [
@@ -76,11 +77,7 @@ class _Conversation:
             self.sources, self.ends = [], []
             self.flat = [self.instructions] if self.instructions else []
         head = 1 if self.instructions else 0
-        keep = 0
-        for a, b in zip(self.sources, messages, strict=False):
-            if a is not b:
-                break
-            keep += 1
+        keep = common_prefix(self.sources, messages)
         del self.sources[keep:], self.ends[keep:]
         del self.flat[self.ends[-1] if self.ends else head :]
         for source in messages[keep:]:
