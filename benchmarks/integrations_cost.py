@@ -14,7 +14,7 @@ that nothing is compacted (what is measured is following the conversation, not t
 For each size the history is built to that many messages (a tool loop: a call, its output),
 then a few more calls each append one call and its output, as an agent does; the figure is
 the median time of those calls, with the garbage collector paused as ``timeit`` pauses it.
-Goal: flat, no more than 1.5× from 500 to 5,000 messages.
+Goal: flat, no more than 1.5x from 500 to 5,000 messages.
 
 ``python -m benchmarks.integrations_cost`` prints the table; it is the ``integrations`` suite
 of ``benchmarks.run``.
@@ -267,9 +267,8 @@ def markdown(rows: Sequence[dict[str, Any]]) -> str:
     for r in done:
         costs = r["ms_per_call"]
         cells = " | ".join(f"{costs[s]:.2f} ms" for s in sizes)
-        lines.append(
-            f"| {r['integration']} | {cells} | {r['growth']:.2f}× | {'yes' if r['flat'] else 'NO'} |"
-        )
+        flat = "yes" if r["flat"] else "NO"
+        lines.append(f"| {r['integration']} | {cells} | {r['growth']:.2f}x | {flat} |")
     lines += [f"| {r['integration']} | skipped: {r['skipped']} |" for r in rows if "skipped" in r]
     return "\n".join(lines)
 
@@ -280,7 +279,7 @@ def section(rows: Sequence[dict[str, Any]]) -> list[str]:
         "## Per-call cost of the framework drop-ins",
         "",
         "Median time of one call of each drop-in's hook, by the length of the history it is "
-        f"handed (nothing compacted). Goal: at most {GOAL}× the cost at 500 messages at 5,000.",
+        f"handed (nothing compacted). Goal: at most {GOAL}x the cost at 500 messages at 5,000.",
         "",
         markdown(rows),
     ]

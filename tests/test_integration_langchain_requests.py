@@ -12,14 +12,14 @@ import pytest
 
 pytest.importorskip("langchain.agents")
 
-from langchain.agents import create_agent  # noqa: E402
-from langchain_core.language_models import BaseChatModel  # noqa: E402
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage  # noqa: E402
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult  # noqa: E402
-from langchain_core.tools import tool  # noqa: E402
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.tools import tool
 
-from compaction import TiktokenCounter, validate  # noqa: E402
-from compaction.integrations.langchain import CompactionMiddleware, from_langchain  # noqa: E402
+from compaction import TiktokenCounter, validate
+from compaction.integrations.langchain import CompactionMiddleware, from_langchain
 
 TASK = "Find why the parser drops the last line of input.txt."
 WINDOW = 16_000
@@ -30,7 +30,9 @@ COUNT = TiktokenCounter().count_messages
 @tool
 def read_file(path: str) -> str:
     """Read a file."""
-    return "".join(f"{path}:{i}: x = parse(y)  # some long line of source code here\n" for i in range(120))
+    return "".join(
+        f"{path}:{i}: x = parse(y)  # some long line of source code here\n" for i in range(120)
+    )
 
 
 class RecordingModel(BaseChatModel):
@@ -69,7 +71,12 @@ class RecordingModel(BaseChatModel):
             AIMessageChunk(
                 content=reply.content[5:],
                 tool_call_chunks=[
-                    {"name": c["name"], "args": str(c["args"]).replace("'", '"'), "id": c["id"], "index": 0}
+                    {
+                        "name": c["name"],
+                        "args": str(c["args"]).replace("'", '"'),
+                        "id": c["id"],
+                        "index": 0,
+                    }
                     for c in reply.tool_calls
                 ],
                 usage_metadata=reply.usage_metadata,
@@ -79,10 +86,14 @@ class RecordingModel(BaseChatModel):
             yield ChatGenerationChunk(message=chunk)
 
 
-def run(mode: str, share: float | None = None, **options) -> tuple[RecordingModel, CompactionMiddleware]:
+def run(
+    mode: str, share: float | None = None, **options
+) -> tuple[RecordingModel, CompactionMiddleware]:
     model = RecordingModel(share=share, received=[])
     mw = CompactionMiddleware(window=WINDOW, **options)
-    agent = create_agent(model, [read_file], system_prompt="You are a coding agent.", middleware=[mw])
+    agent = create_agent(
+        model, [read_file], system_prompt="You are a coding agent.", middleware=[mw]
+    )
     inputs = {"messages": [HumanMessage(TASK)]}
     config = {"recursion_limit": 500}
     if mode == "invoke":

@@ -8,18 +8,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
 
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart  # noqa: E402
-from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel  # noqa: E402
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
-from compaction import TiktokenCounter, validate  # noqa: E402
-from compaction.integrations.pydantic_ai import Compaction, from_pydantic_ai  # noqa: E402
+from compaction import TiktokenCounter, validate
+from compaction.integrations.pydantic_ai import Compaction, from_pydantic_ai
 
 TASK = "Find why the parser drops the last line of input.txt."
 WINDOW = 16_000
@@ -67,7 +66,9 @@ def agent(script: Script, capability: Compaction) -> Agent:
     @made.tool_plain
     def read_file(path: str) -> str:
         """Read a file."""
-        return "".join(f"{path}:{i}: x = parse(y)  # long line of source code here\n" for i in range(120))
+        return "".join(
+            f"{path}:{i}: x = parse(y)  # long line of source code here\n" for i in range(120)
+        )
 
     return made
 

@@ -62,7 +62,7 @@ def bank_conversation(who: str, secret: str, turns: int) -> list[dict[str, Any]]
         {"role": "assistant", "content": "Hello! How can I help you today?"},
         {"role": "user", "content": f"I am {who}. {secret}"},
     ]
-    for i in range(turns):
+    for _i in range(turns):
         out += [
             {"role": "assistant", "content": f"Noted, {who}. Details: " + "lorem ipsum " * 120},
             {"role": "user", "content": "continue"},
@@ -94,7 +94,7 @@ def test_another_users_conversation_never_goes_out_in_a_request(callbacks):
             await call(server, alice)
 
         asyncio.run(main())
-        a1, b, a2 = (str(r["messages"]) for r in server.requests)
+        _a1, b, a2 = (str(r["messages"]) for r in server.requests)
     assert tokens(server.requests[0]["messages"]) < tokens(alice)  # compacted: a view exists
     assert "4321" not in b and "Alice" not in b
     assert "I am Bob" in b

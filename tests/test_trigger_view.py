@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 
 import attrs
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,7 +44,7 @@ def test_a_list_sharing_first_and_nth_messages_is_another_conversation():
     c = compactor()
     alice = convo("Alice", "My PIN is 4321.", 12)
     assert c.before_call(alice) is not alice  # compacted: a view exists
-    bob = convo("Bob", "Close my account.", 12) + [assistant("Sure."), user("My name?")]
+    bob = [*convo("Bob", "Close my account.", 12), assistant("Sure."), user("My name?")]
     sent = c.before_call(bob)
     assert "4321" not in text(sent) and "Alice" not in text(sent)
     assert "I am Bob" in text(sent)

@@ -142,7 +142,9 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
 
     # -- what it did -----------------------------------------------------------------------
 
-    def compactor(self, session_id: str | None = None, model: str | None = None) -> Compactor | None:
+    def compactor(
+        self, session_id: str | None = None, model: str | None = None
+    ) -> Compactor | None:
         """The compactor of the conversation ``session_id`` (of ``model``, when given), or,
         without a session id, the one used last; None when there is none."""
         if session_id is None:
@@ -150,9 +152,12 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         with self._lock:
             for conversation in reversed(self._conversations.values()):
                 key = conversation.key
-                if key.startswith("session:") and key.endswith(f":{session_id}"):
-                    if model is None or key == f"session:{model}:{session_id}":
-                        return conversation.compactor
+                if key.startswith("session:") and (
+                    key == f"session:{model}:{session_id}"
+                    if model is not None
+                    else key.endswith(f":{session_id}")
+                ):
+                    return conversation.compactor
         return None
 
     @property
@@ -193,7 +198,9 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         head = json.dumps([_plain(m) for m in messages[:2]], sort_keys=True, default=str)
         return f"head:{model}:" + hashlib.sha256(head.encode()).hexdigest()
 
-    def _conversation(self, key: str, messages: Sequence[Any], window: int, tools: Any) -> _Conversation:
+    def _conversation(
+        self, key: str, messages: Sequence[Any], window: int, tools: Any
+    ) -> _Conversation:
         with self._lock:
             found = None
             for serial in self._by_key.get(key, ()):
