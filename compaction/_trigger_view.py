@@ -66,7 +66,7 @@ class _ConversationView:
         """Forget the conversation: the next call counts everything afresh."""
         # The agent's messages mapped so far (all of them, by reference), represented by
         # _view (None: by themselves).
-        self._src: tuple[Message, ...] = ()
+        self._src: Sequence[Message] = ()
         self._view: tuple[Message, ...] | None = None
         self._view_tokens = 0
         # Provider-reported input tokens of an earlier request, and the local count of what
@@ -130,18 +130,21 @@ class _ConversationView:
             return None
 
     @staticmethod
-    def _extends(messages: Sequence[Message], prefix: tuple[Message, ...]) -> bool:
+    def _extends(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
         # The whole prefix, not its ends: two conversations can share their first and N-th
         # messages (one system prompt, one greeting, "continue"), and taking one for the other
-        # would send one user's history in another's request. Tuple equality compares by
-        # identity first, so for an agent that keeps its objects this is a pointer walk.
+        # would send one user's history in another's request. A list or tuple comparison
+        # runs in C and compares by identity first, so for an agent that keeps its objects
+        # this is a pointer walk (one slice: each copy touches every message's refcount).
         n = len(prefix)
         if n == 0:
             return True
         if len(messages) < n:
             return False
-        head = messages[:n]
-        return (head if isinstance(head, tuple) else tuple(head)) == prefix
+        head = messages if len(messages) == n else messages[:n]
+        if type(head) is not type(prefix):
+            head = list(head) if isinstance(prefix, list) else tuple(head)
+        return head == prefix
 
     def _plan(self, messages: Sequence[Message], usage: Any) -> _Plan:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):

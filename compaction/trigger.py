@@ -205,7 +205,9 @@ class Compactor(_ConversationView):
 
     def _commit(self, plan: _Plan, request: Sequence[Message], tokens: int) -> Sequence[Message]:
         messages = plan.messages
-        self._src = messages if isinstance(messages, tuple) else tuple(messages)
+        # A copy (the agent appends to its list), of the same kind, so the next check is one
+        # comparison in C.
+        self._src = messages if isinstance(messages, tuple) else list(messages)
         self._view = None if request is messages else tuple(request)
         self._view_tokens = tokens
         self._since = plan.since

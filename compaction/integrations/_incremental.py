@@ -30,12 +30,16 @@ from ..messages import Message
 __all__ = ["OpenAIHistory", "ResponsesHistory", "common_prefix"]
 
 
-def common_prefix(old: Sequence[Any], new: Sequence[Any]) -> int:
+def common_prefix(old: list[Any], new: Sequence[Any]) -> int:
     """How many leading items of ``new`` are those of ``old`` (the same object, or equal)."""
     n = min(len(old), len(new))
-    # A list comparison runs in C and short-cuts on identity: the usual case (the framework
-    # appended to the list it had) costs a pointer walk.
-    if list(old[:n]) == list(new[:n]):
+    # One slice and a list comparison, in C, short-cut on identity: the usual case (the
+    # framework appended to the list it had) is a pointer walk. Every copy touches each
+    # object's reference count, which is what a call costs at thousands of messages.
+    head = new[:n] if len(new) > n else new
+    if type(head) is not list:
+        head = list(head)
+    if (head == old) if n == len(old) else (head == old[:n]):
         return n
     for i in range(n):
         a, b = old[i], new[i]
