@@ -96,28 +96,49 @@ def _model_request(system: Any, messages: list[Any]) -> Any:
     )
 
 
-def _capture(sent: list[_Request]) -> Callable[[Any], Any]:
+def _capture(
+    sent: list[_Request], reported: Callable[[_Request], int] | None = None
+) -> Callable[[Any], Any]:
     from langchain.agents.middleware import ModelResponse
     from langchain_core.messages import AIMessage
 
     def handler(request: Any) -> Any:
         sent.append(_Request(request.system_message, request.messages))
-        return ModelResponse(result=[AIMessage("")])
+        if reported is None:
+            return ModelResponse(result=[AIMessage("")])
+        tokens = reported(sent[-1])
+        usage = {"input_tokens": tokens, "output_tokens": 1, "total_tokens": tokens + 1}
+        return ModelResponse(result=[AIMessage("", usage_metadata=usage)])  # type: ignore[arg-type]
 
     return handler
 
 
-def ours(window: int, counter: TiktokenCounter, count: Callable[[Any], int]) -> Any:
-    from compaction.integrations.langchain import CompactionMiddleware
+def _ours(share: float | None) -> Callable[..., Any]:
+    """Our middleware; the model reports ``share`` of each request's size as its input tokens
+    (None: no usage; 0: a fake model or local server; 0.5: an undercounting one)."""
 
-    middleware = CompactionMiddleware(
-        window=window, compact_at=COMPACT_AT, compact_to=COMPACT_TO, counter=counter
-    )
+    def contender(window: int, counter: TiktokenCounter, count: Callable[[Any], int]) -> Any:
+        from compaction.integrations.langchain import CompactionMiddleware
 
-    def call(system: Any, state: list[Any], sent: list[_Request]) -> None:
-        middleware.wrap_model_call(_model_request(system, state), _capture(sent))
+        middleware = CompactionMiddleware(
+            window=window, compact_at=COMPACT_AT, compact_to=COMPACT_TO, counter=counter
+        )
+        reported = None
+        if share is not None:
 
-    return call
+            def reported(request: _Request) -> int:
+                full = ([request.system] if request.system is not None else []) + request.messages
+                return int(share * sum(count(m) for m in full))
+
+        def call(system: Any, state: list[Any], sent: list[_Request]) -> None:
+            middleware.wrap_model_call(_model_request(system, state), _capture(sent, reported))
+
+        return call
+
+    return contender
+
+
+ours = _ours(None)
 
 
 def summarization(window: int, counter: TiktokenCounter, count: Callable[[Any], int]) -> Any:
@@ -173,6 +194,8 @@ def no_compaction(window: int, counter: TiktokenCounter, count: Callable[[Any], 
 CONTENDERS: dict[str, Callable[..., Any]] = {
     "no compaction": no_compaction,
     "CompactionMiddleware (ours)": ours,
+    "ours, model reports 0 usage": _ours(0.0),
+    "ours, model reports half": _ours(0.5),
     "SummarizationMiddleware": summarization,
     "ClearToolUsesEdit": clear_tool_uses,
 }

@@ -90,6 +90,7 @@ SUITES: Final = (
     Suite("frameworks", "benchmarks.frameworks", "suite", "section"),
     Suite("remembered", "benchmarks.remembered"),
     Suite("probe", "benchmarks.probe"),
+    Suite("integrations", "benchmarks.integrations_cost", "suite", "section"),
     Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
     Suite("cost", "benchmarks.cost", "suite", "markdown"),
 )

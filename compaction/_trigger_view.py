@@ -28,7 +28,6 @@ class _Plan:
 
     messages: Sequence[Message]
     request: Sequence[Message]
-    src_len: int
     tokens: int  # local count of ``request`` (messages only)
     since: int  # local count of what follows the anchored request
     estimate: int
@@ -38,8 +37,14 @@ class _Plan:
     labels: dict[str, Any]
 
 
-def _same(a: Message, b: Message) -> bool:
-    return a is b or a == b
+#: Provider usage below this share of the local count of the same request is ignored (one
+#: warning per conversation). Why 0.8: the local counter (tiktoken's o200k/cl100k) is among the
+#: most compact tokenizers for English and code, so a provider that really measured the request
+#: counts about as many tokens or more (Anthropic's and Llama's tokenizers count more); what
+#: falls far below is not a measurement of that request (a 0, a cached-only or word count). And
+#: an undercount the floor lets through is harmless: at 0.8 the default compact_at=0.7 still
+#: fires by 0.875 of the window.
+USAGE_FLOOR = 0.8
 
 
 class _ConversationView:
@@ -52,15 +57,16 @@ class _ConversationView:
     target: int
     tool_tokens: int
     labels: dict[str, Any]
+    stats: Any
+    _usage_warned: bool
 
     # -- state -------------------------------------------------------------------------------
 
     def reset(self) -> None:
         """Forget the conversation: the next call counts everything afresh."""
-        # The agent's messages[:_src_len] are represented by _view (None: by themselves).
-        self._src_len = 0
-        self._src_first: Message | None = None
-        self._src_last: Message | None = None
+        # The agent's messages mapped so far (all of them, by reference), represented by
+        # _view (None: by themselves).
+        self._src: Sequence[Message] = ()
         self._view: tuple[Message, ...] | None = None
         self._view_tokens = 0
         # Provider-reported input tokens of an earlier request, and the local count of what
@@ -87,11 +93,32 @@ class _ConversationView:
     def observe(self, usage: Any) -> None:
         """Record the provider's reported input size for the request last returned.
 
-        The same as passing ``usage`` to the next :meth:`before_call`.
+        The same as passing ``usage`` to the next :meth:`before_call`; a count far below the
+        local count of that request is ignored (see :data:`USAGE_FLOOR`).
         """
         tokens = usage_tokens(usage)
         if self._has_sent:
-            self._anchor, self._since = tokens, 0
+            self._anchor_on(tokens)
+
+    def _anchor_on(self, reported: int) -> None:
+        # Usage is a hint: it anchors the estimate only when it is plausible for the request
+        # it describes. A 0 (the Agents SDK's default usage, local servers, fake models) or a
+        # reporter that counts words would otherwise hold the estimate far under the truth
+        # and send over-window requests, silently.
+        sent = self._view_tokens + self.tool_tokens
+        if reported < USAGE_FLOOR * sent:
+            self.stats.usage_ignored += 1
+            if not self._usage_warned:
+                self._usage_warned = True
+                log.warning(
+                    "trigger.usage_implausible",
+                    reported=reported,
+                    local=sent,
+                    floor=USAGE_FLOOR,
+                    labels=self.labels,
+                )
+            return
+        self._anchor, self._since = reported, 0
 
     def _reported(self, usage: Any) -> int | None:
         # A usage without a readable input count (a server that sends nulls, or only totals)
@@ -102,14 +129,22 @@ class _ConversationView:
             log.warning("trigger.usage_unreadable", error=exc, labels=self.labels)
             return None
 
-    def _extends(self, messages: Sequence[Message], length: int, first: Any, last: Any) -> bool:
-        if length == 0:
+    @staticmethod
+    def _extends(messages: Sequence[Message], prefix: Sequence[Message]) -> bool:
+        # The whole prefix, not its ends: two conversations can share their first and N-th
+        # messages (one system prompt, one greeting, "continue"), and taking one for the other
+        # would send one user's history in another's request. A list or tuple comparison
+        # runs in C and compares by identity first, so for an agent that keeps its objects
+        # this is a pointer walk (one slice: each copy touches every message's refcount).
+        n = len(prefix)
+        if n == 0:
             return True
-        return (
-            len(messages) >= length
-            and _same(messages[0], first)
-            and _same(messages[length - 1], last)
-        )
+        if len(messages) < n:
+            return False
+        head = messages if len(messages) == n else messages[:n]
+        if type(head) is not type(prefix):
+            head = list(head) if isinstance(prefix, list) else tuple(head)
+        return head == prefix
 
     def _plan(self, messages: Sequence[Message], usage: Any) -> _Plan:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
@@ -118,19 +153,19 @@ class _ConversationView:
             )
         reported = None if usage is None else self._reported(usage)
         view = self._view
-        if self._extends(messages, self._src_len, self._src_first, self._src_last):
-            start = self._src_len
-        elif view is not None and self._extends(messages, len(view), view[0], view[-1]):
+        if self._extends(messages, self._src):
+            start = len(self._src)
+        elif view is not None and self._extends(messages, view):
             # The agent adopted the request we returned as its own list: map it to itself.
             start = len(view)
             self._view = view = None
         else:
-            log.debug("trigger.restart", messages=len(messages), mapped=self._src_len)
+            log.debug("trigger.restart", messages=len(messages), mapped=len(self._src))
             # A usage reported now describes a request we no longer map: it cannot anchor.
             self.reset()
             view, start, reported = None, 0, None
         if reported is not None and self._has_sent:
-            self._anchor, self._since = reported, 0
+            self._anchor_on(reported)
         new = messages[start:]
         for i, m in enumerate(new):
             if not isinstance(m, Message):
@@ -158,7 +193,6 @@ class _ConversationView:
         return _Plan(
             messages,
             request,
-            len(messages),
             tokens,
             since,
             estimate,

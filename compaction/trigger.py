@@ -23,9 +23,11 @@ The contract, and why it is shaped like this:
   compactor recognises a list that extends its view just as well.
 - A list that extends neither (the agent edited or dropped messages it had sent, or switched
   to another conversation) is treated as a new conversation: the view and the usage anchor are
-  dropped and everything is counted locally. Extension is checked on the length and on the
-  first and last already-mapped messages (identity, then equality), which is O(1); an agent
-  that rewrites messages in the middle of its history should call :meth:`Compactor.reset`.
+  dropped and everything is counted locally. Extension is checked on the whole mapped
+  prefix (identity, then equality): two conversations that share their first and N-th
+  messages are still two, and one's compacted history never goes out in the other's request.
+  For an agent that keeps its message objects this is a pointer walk, microseconds at
+  thousands of messages.
 - **While the estimate is under** ``compact_at * window`` and nothing was ever compacted, the
   very same list object is returned, so the common case costs one addition.
 - **The estimate anchors on the provider.** ``usage`` (an int, or the provider's usage object:
@@ -33,7 +35,10 @@ The contract, and why it is shaped like this:
   counts) is what the provider measured for the previous request; to it the compactor adds a
   local count of only the messages appended since. Without usage it counts locally (each
   message once: counts are cached); so it does, with a warning logged, for a usage it
-  cannot read (null or missing input counts, negative numbers). A compaction discards the
+  cannot read (null or missing input counts, negative numbers). **Usage is a hint**: a count
+  under ``USAGE_FLOOR`` (0.8) of the local count of the same request (a 0, a word count, a
+  cached-only count) is ignored, with one warning per conversation, and counted in
+  ``stats.usage_ignored``. A compaction discards the
   anchor, which describes a conversation that no longer exists.
 - **A minimum saving, and no asking twice for the same answer.** A compaction that would save
   less than ``min_saving * window`` (default 5%) is not taken while the request still fits the
@@ -95,7 +100,8 @@ class CompactorStats:
     conversation; ``attempts``: pipeline runs (changed or not); ``failures``: runs that raised;
     ``last_estimate``: the size the last call was judged by; ``last_tokens``: the local count
     of the last request returned (messages plus tool schemas); ``anchored``: whether the last
-    estimate stood on provider-reported usage.
+    estimate stood on provider-reported usage; ``usage_ignored``: reported usages set aside
+    as implausible (far below the local count of the same request).
     """
 
     calls: int = 0
@@ -105,6 +111,7 @@ class CompactorStats:
     last_estimate: int = 0
     last_tokens: int = 0
     anchored: bool = False
+    usage_ignored: int = 0
 
 
 class Compactor(_ConversationView):
@@ -192,6 +199,8 @@ class Compactor(_ConversationView):
         self.policy = policy
         if policy is not None:
             policy.attach(self)
+        # One warning per conversation about implausible usage, not one per call.
+        self._usage_warned = False
         self.reset()
 
     def __repr__(self) -> str:
@@ -204,11 +213,9 @@ class Compactor(_ConversationView):
 
     def _commit(self, plan: _Plan, request: Sequence[Message], tokens: int) -> Sequence[Message]:
         messages = plan.messages
-        self._src_len = plan.src_len
-        if plan.src_len:
-            self._src_first, self._src_last = messages[0], messages[plan.src_len - 1]
-        else:
-            self._src_first = self._src_last = None
+        # A copy (the agent appends to its list), of the same kind, so the next check is one
+        # comparison in C.
+        self._src = messages if isinstance(messages, tuple) else list(messages)
         self._view = None if request is messages else tuple(request)
         self._view_tokens = tokens
         self._since = plan.since

@@ -39,13 +39,21 @@ class ScriptedChatServer:
     """Use as a context manager; ``base_url`` is what the openai client takes.
 
     ``script`` is a list of replies, or a function from the request body to a reply.
+    ``prompt_tokens`` (a function of the request body) is the input count the server reports
+    as its usage (default: characters of content / 4, plus 1). A request with ``"stream":
+    true`` is answered as server-sent events, the reply in chunks and the usage in the last.
     ``requests`` holds every request body received, in order. A request past the end of the
     script gets HTTP 500 (and is recorded), so a test never hangs on a loop that asks too
     often.
     """
 
-    def __init__(self, script: Sequence[Reply] | Callable[[dict[str, Any]], Reply]) -> None:
+    def __init__(
+        self,
+        script: Sequence[Reply] | Callable[[dict[str, Any]], Reply],
+        prompt_tokens: Callable[[dict[str, Any]], int] | None = None,
+    ) -> None:
         self.script = script
+        self.prompt_tokens = prompt_tokens
         self.requests: list[dict[str, Any]] = []
         self.paths: list[str] = []
         self._lock = threading.Lock()
@@ -74,7 +82,17 @@ class ScriptedChatServer:
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
                 status, answer = server._answer(self.path, body)
-                self._send(status, answer)
+                if status != 200 or not body.get("stream"):
+                    self._send(status, answer)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                for chunk in _chunks(answer):
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -96,6 +114,7 @@ class ScriptedChatServer:
         if reply is None:
             return 500, {"error": {"message": f"the script has no reply for request {n}"}}
         prompt_chars = sum(len(str(m.get("content") or "")) for m in body.get("messages", []))
+        prompt = self.prompt_tokens(body) if self.prompt_tokens else prompt_chars // 4 + 1
         message = {"role": "assistant", **reply}
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         return 200, {
@@ -105,9 +124,9 @@ class ScriptedChatServer:
             "model": body.get("model", "scripted"),
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {
-                "prompt_tokens": prompt_chars // 4 + 1,
+                "prompt_tokens": prompt,
                 "completion_tokens": 1,
-                "total_tokens": prompt_chars // 4 + 2,
+                "total_tokens": prompt + 1,
             },
         }
 
@@ -119,3 +138,21 @@ class ScriptedChatServer:
         self._httpd.shutdown()
         self._httpd.server_close()
         self._thread.join(timeout=5)
+
+
+def _chunks(answer: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A whole chat completion as the stream of chunks a server would send for it."""
+    message = answer["choices"][0]["message"]
+    head = {k: answer[k] for k in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk"
+    delta: dict[str, Any] = {"role": "assistant"}
+    if message.get("content"):
+        delta["content"] = message["content"]
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+    finish = answer["choices"][0]["finish_reason"]
+    return [
+        {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**head, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        {**head, "choices": [], "usage": answer["usage"]},
+    ]

@@ -134,7 +134,7 @@ def test_history_processor_compacts_the_history_itself():
     assert any(m.meta.get("compaction") for m in history)
 
 
-def test_window_from_the_model_profile_or_the_run_goes_on():
+def test_window_from_the_model_profile_or_a_clear_error():
     script = Script(steps=1)
     model = FunctionModel(script, profile={"context_window": 50_000})
     capability = Compaction()
@@ -142,10 +142,9 @@ def test_window_from_the_model_profile_or_the_run_goes_on():
     result = agent.run_sync(TASK)
     assert capability.compactor(result.conversation_id).window == 50_000
 
-    # No window anywhere: nothing is compacted, and the run completes.
-    bare = Compaction()
-    result = Agent(FunctionModel(Script(steps=0)), capabilities=[bare]).run_sync(TASK)
-    assert result.output.startswith("The parser")
+    # No window anywhere: the run fails at its first request, rather than go on uncompacted.
+    with pytest.raises(ValueError, match="context window"):
+        Agent(FunctionModel(Script(steps=0)), capabilities=[Compaction()]).run_sync(TASK)
     with pytest.raises(ValueError, match="window"):
         Compaction(window=-1)
 

@@ -103,15 +103,15 @@ def tokens(body) -> int:
 
 
 def run(**extra):
-    with ScriptedChatServer(scripted_by_call_count()) as server:
+    with ScriptedChatServer(scripted_by_call_count(), prompt_tokens=provider_tokens) as server:
         history = agent_loop(server, **extra)
         return server.requests, history
 
 
 def provider_tokens(body) -> int:
-    """What the local server reports as the request's prompt_tokens (its own "tokenizer":
-    characters / 4, see tests/model_server.py): the provider's measure of the window."""
-    return sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4 + 1
+    """What the local server reports as the request's prompt_tokens: its own tokenizer counts
+    a quarter more than ours (as Anthropic's does), and it is the measure of the window."""
+    return tokens(body) * 5 // 4 + 1
 
 
 def test_every_acompletion_is_compacted_to_the_window(hook):
@@ -129,7 +129,8 @@ def test_every_acompletion_is_compacted_to_the_window(hook):
         assert any(m.role == "user" and m.content == TASK for m in messages)
         assert body["tools"] == TOOLS
     assert sum(map(tokens, requests)) < sum(map(tokens, plain))
-    (compactor,) = installed._compactors.values()
+    compactor = installed.compactor()
+    assert compactor is not None and installed.stats.calls == len(requests)
     assert compactor.stats.compactions >= 1
     assert compactor.stats.anchored  # the last estimate stood on the provider's count
     # Between compactions each request extends the one before (the prompt cache stays warm).
@@ -201,10 +202,17 @@ def test_proxy_hook_rewrites_the_request_body():
     assert asyncio.run(installed.async_pre_call_hook(None, None, small, "completion")) is small
 
 
-def test_unreadable_or_unknown_requests_go_out_as_they_came():
-    installed = CompactionHook(counter=COUNTER)  # no fallback window
-    data = {"model": "openai/unknown-model-x", "messages": [{"role": "user", "content": "hi"}]}
-    assert asyncio.run(installed.async_pre_call_deployment_hook(data, None)) is None
+def test_a_model_without_a_window_fails_the_call_at_once(hook):
+    """Issue 21 item 7: no window from LiteLLM's map and none given is an error the caller
+    sees, not a run that goes out uncompacted with a warning per call."""
+    hook(counter=COUNTER)  # no fallback window
+    with ScriptedChatServer(scripted_by_call_count()) as server:
+        with pytest.raises(Exception, match="no context window for model"):
+            agent_loop(server, model="openai/unknown-model-x")
+        assert server.requests == []
+
+
+def test_unreadable_requests_go_out_as_they_came():
     windowed = CompactionHook(window=1000)
     bad = {"model": "openai/local-model", "messages": [{"role": "wizard", "content": "x"}]}
     assert asyncio.run(windowed.async_pre_call_deployment_hook(bad, None)) is None

@@ -564,7 +564,9 @@ def test_end_to_end_with_the_openai_client():
     from compaction.models import OpenAIChatModel
 
     script = [tool_call_reply("add", {"a": 20, "b": 22}, "call_9"), text_reply("It is 42.")]
-    with ScriptedChatServer(script) as server:
+    # A provider whose count is plausible for the request (tool schemas included): usage
+    # far below the local count is not believed (tests/test_trigger_view.py).
+    with ScriptedChatServer(script, prompt_tokens=lambda body: 1000) as server:
         model = OpenAIChatModel(
             "scripted-model",
             base_url=server.base_url,

@@ -198,12 +198,13 @@ def test_unreadable_input_goes_to_the_model_as_it_is():
 
 
 def provider_tokens(body) -> int:
-    """What the local server reports as prompt_tokens (characters / 4, tests/model_server.py)."""
-    return sum(len(str(m.get("content") or "")) for m in body["messages"]) // 4 + 1
+    """What the local server reports as prompt_tokens: its tokenizer counts a quarter more
+    than ours (as Anthropic's does), tool schemas included."""
+    return (sent_tokens(body) + COUNTER.count_tools(body.get("tools") or [])) * 5 // 4 + 1
 
 
 def test_run_hooks_anchor_the_estimate_on_the_providers_count(tmp_path):
-    with ScriptedChatServer(script()) as server:
+    with ScriptedChatServer(script(), prompt_tokens=provider_tokens) as server:
         session = agents.SQLiteSession("anchored", str(tmp_path / "h.db"))
         flt = CompactionFilter(window=WINDOW, counter=COUNTER)
         run_agent(

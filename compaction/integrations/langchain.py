@@ -42,6 +42,7 @@ from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
 from ._conversations import Conversations
+from ._incremental import common_prefix
 from .langchain_messages import (
     from_langchain,
     message_from_langchain,
@@ -76,8 +77,8 @@ class _Thread:
     def __init__(self, compactor: Compactor) -> None:
         self.compactor = compactor
         # The LangChain messages converted so far, and their conversions, by position: a
-        # message already converted (the same object) is not converted again, so a call costs
-        # one identity check per old message.
+        # message already converted (the same object, or an equal one) is not converted
+        # again, so a call costs a pointer walk over the old messages.
         self.sources: list[BaseMessage] = []
         self.converted: list[Message] = []
         # Our message -> the LangChain message it came from, to send unchanged messages back
@@ -104,11 +105,7 @@ class _Thread:
 
     def convert(self, lc: Sequence[BaseMessage], offset: int) -> list[Message]:
         sources, converted = self.sources, self.converted
-        keep = 0
-        for a, b in zip(sources, lc, strict=False):
-            if a is not b:
-                break
-            keep += 1
+        keep = common_prefix(sources, lc)
         for m in converted[keep:]:
             self.by_id.pop(id(m), None)
         del sources[keep:], converted[keep:]
@@ -125,10 +122,13 @@ class CompactionMiddleware(AgentMiddleware):
 
     ``pipeline`` is the ladder (default :func:`compaction.default_pipeline`: the free layers,
     the offline summary, then the last resort ``Fit``); ``window`` the model's context window
-    in tokens (default: the chat model's ``profile["max_input_tokens"]``);
+    in tokens (default: the chat model's ``profile["max_input_tokens"]``; with neither, the
+    first model call raises ``ValueError`` rather than run the agent uncompacted);
     ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     :class:`~compaction.trigger.Compactor`'s; ``count_tools`` counts the tool schemas into
-    the budget; ``max_threads`` bounds how many conversations are remembered (least recently
+    the budget; ``observe_usage`` anchors the estimate on the ``input_tokens`` the model
+    reports (a count far below the local one, such as a fake model's 0, is ignored anyway);
+    ``max_threads`` bounds how many conversations are remembered (least recently
     used first out).
 
     ``compactor(thread_id)`` answers the compactor of a thread (its ``stats`` say what it
@@ -146,6 +146,7 @@ class CompactionMiddleware(AgentMiddleware):
         counter: TokenCounter | None = None,
         count_tools: bool = True,
         labels: Mapping[str, Any] | None = None,
+        observe_usage: bool = True,
         max_threads: int = 256,
     ) -> None:
         super().__init__()
@@ -161,6 +162,7 @@ class CompactionMiddleware(AgentMiddleware):
         self.counter = counter
         self.count_tools = count_tools
         self.labels = dict(labels or {})
+        self.observe_usage = bool(observe_usage)
         self.max_threads = max_threads
         self.last_request: tuple[Message, ...] = ()
         self._threads: Conversations[_Thread] = Conversations(max_threads, "max_threads")
@@ -216,13 +218,12 @@ class CompactionMiddleware(AgentMiddleware):
 
     # -- the call ---------------------------------------------------------------------------------
 
-    def _convert(self, request: ModelRequest) -> tuple[_Thread, list[Message]]:
-        state = self._thread(request)
+    def _convert(self, state: _Thread, request: ModelRequest) -> list[Message]:
         lc: list[BaseMessage] = list(request.messages)
         system = getattr(request, "system_message", None)
         if system is not None:
             lc.insert(0, system)
-        return state, state.convert(lc, -1 if system is not None else 0)
+        return state.convert(lc, -1 if system is not None else 0)
 
     def _rebuild(
         self, request: ModelRequest, state: _Thread, sent: Sequence[Message]
@@ -241,8 +242,9 @@ class CompactionMiddleware(AgentMiddleware):
         log.error("langchain.compaction_failed", error=exc, labels=self.labels)
         events.failed.send(self, name="langchain", error=exc, stage="adapter", labels=self.labels)
 
-    @staticmethod
-    def _observe(state: _Thread, response: Any) -> None:
+    def _observe(self, state: _Thread, response: Any) -> None:
+        if not self.observe_usage:
+            return
         result = getattr(response, "model_response", response)
         messages = getattr(result, "result", None) or [result]
         for m in reversed(messages):
@@ -259,8 +261,11 @@ class CompactionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], ModelResponse],
     ) -> ModelResponse | AIMessage:
         """Send ``handler`` the request with its messages compacted (when they need it)."""
+        # Outside the try: a missing window is the caller's to fix, and running the whole
+        # agent uncompacted with a warning per call would hide it until the provider refuses.
+        state = self._thread(request)
         try:
-            state, messages = self._convert(request)
+            messages = self._convert(state, request)
             sent = state.compactor.before_call(messages)
             self.last_request = tuple(sent)
             new = request if sent is messages else self._rebuild(request, state, sent)
@@ -277,8 +282,11 @@ class CompactionMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | AIMessage:
         """Async twin of :meth:`wrap_model_call` (awaits summarisers that do I/O)."""
+        # Outside the try: a missing window is the caller's to fix, and running the whole
+        # agent uncompacted with a warning per call would hide it until the provider refuses.
+        state = self._thread(request)
         try:
-            state, messages = self._convert(request)
+            messages = self._convert(state, request)
             sent = await state.compactor.abefore_call(messages)
             self.last_request = tuple(sent)
             new = request if sent is messages else self._rebuild(request, state, sent)

@@ -43,9 +43,11 @@ from litellm.integrations.custom_logger import CustomLogger
 
 from .._log import log
 from ..adapters import AdapterError
-from ..adapters.openai import from_openai, to_openai
-from ..trigger import Compactor
+from ..adapters._coerce import plain as _plain
+from ..adapters.openai import to_openai
+from ..trigger import Compactor, CompactorStats
 from ._compactor import default_pipeline
+from ._incremental import OpenAIHistory
 
 __all__ = ["CompactionHook"]
 
@@ -64,13 +66,31 @@ def _model_window(model: str, provider: Any = None) -> int | None:
     return None
 
 
+class _Conversation:
+    """One conversation: its compactor and its messages, converted once each."""
+
+    __slots__ = ("compactor", "history", "key", "serial")
+
+    def __init__(self, key: str, serial: int, compactor: Compactor) -> None:
+        self.key = key
+        self.serial = serial
+        self.compactor = compactor
+        self.history = OpenAIHistory()
+
+
 class CompactionHook(CustomLogger):  # type: ignore[misc]
     """A LiteLLM callback that compacts each chat request before it is sent.
 
-    ``window`` is used for models LiteLLM has no window for; ``pipeline`` is the ladder
-    (default: tool results, sliding window, extractive summary); ``compact_at``,
-    ``compact_to``, ``counter``, ``min_saving`` and ``labels`` are the
-    :class:`~compaction.trigger.Compactor`'s.
+    ``window`` is used for models LiteLLM has no window for (a model with neither is an
+    error, raised by the call: running it uncompacted would be a silent surprise);
+    ``pipeline`` is the ladder (default: tool results, sliding window, extractive summary);
+    ``compact_at``, ``compact_to``, ``counter``, ``min_saving`` and ``labels`` are the
+    :class:`~compaction.trigger.Compactor`'s; ``observe_usage`` anchors the estimate on the
+    input tokens the provider reports (a count far below the local one is ignored anyway);
+    ``max_conversations`` bounds how many conversations are followed.
+
+    ``compactor(session_id)`` answers the compactor of a conversation (its ``stats`` say what
+    it did; without a session id, the one used last); ``stats`` sums them all.
     """
 
     def __init__(
@@ -83,6 +103,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         counter: Any = None,
         min_saving: float = 0.05,
         labels: Mapping[str, Any] | None = None,
+        observe_usage: bool = True,
         max_conversations: int = 256,
     ) -> None:
         super().__init__()
@@ -101,14 +122,59 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
             "min_saving": min_saving,
         }
         self.labels = dict(labels or {})
+        self.observe_usage = bool(observe_usage)
         self.max_conversations = max_conversations
         # Checked now, so a bad option fails here and not silently on every call.
         Compactor(self.pipeline, window or 100_000, **self.options)
-        self._compactors: OrderedDict[str, Compactor] = OrderedDict()
+        # Conversations by their own id; _by_key lists those sharing a key (without a session
+        # id: one model and the same first messages, which many users can share).
+        self._conversations: OrderedDict[int, _Conversation] = OrderedDict()
+        self._by_key: dict[str, list[int]] = {}
+        self._serial = 0
+        self._last: _Conversation | None = None
         self._windows: dict[str, int | None] = {}
         # Calls sent and not yet answered: litellm_call_id -> (compactor, its call count then).
         self._sent: OrderedDict[str, tuple[Compactor, int]] = OrderedDict()
+        # The message lists this hook wrote (by id, kept referenced so the id stays theirs):
+        # the proxy runs the deployment hook again on a request its pre-call hook rewrote.
+        self._written: OrderedDict[int, list[Any]] = OrderedDict()
         self._lock = threading.Lock()
+
+    # -- what it did -----------------------------------------------------------------------
+
+    def compactor(
+        self, session_id: str | None = None, model: str | None = None
+    ) -> Compactor | None:
+        """The compactor of the conversation ``session_id`` (of ``model``, when given), or,
+        without a session id, the one used last; None when there is none."""
+        if session_id is None:
+            return self._last.compactor if self._last else None
+        with self._lock:
+            for conversation in reversed(self._conversations.values()):
+                key = conversation.key
+                if key.startswith("session:") and (
+                    key == f"session:{model}:{session_id}"
+                    if model is not None
+                    else key.endswith(f":{session_id}")
+                ):
+                    return conversation.compactor
+        return None
+
+    @property
+    def stats(self) -> CompactorStats:
+        """What the hook did, summed over the conversations it follows now (``last_*`` and
+        ``anchored`` are those of the conversation used last)."""
+        with self._lock:
+            compactors = [c.compactor for c in self._conversations.values()]
+        total = CompactorStats()
+        for c in compactors:
+            for field in ("calls", "compactions", "attempts", "failures", "usage_ignored"):
+                setattr(total, field, getattr(total, field) + getattr(c.stats, field))
+        if self._last is not None:
+            last = self._last.compactor.stats
+            total.last_estimate, total.last_tokens = last.last_estimate, last.last_tokens
+            total.anchored = last.anchored
+        return total
 
     # -- the work --------------------------------------------------------------------------
 
@@ -126,47 +192,88 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         )
         if session:
             return f"session:{model}:{session}"
-        # The system prompt and the opening request identify a conversation well enough; a
-        # wrong match costs nothing but a recount (the compactor restarts on a list that does
-        # not extend what it saw).
-        head = json.dumps(list(messages[:2]), sort_keys=True, default=str)
+        # Without an id, the first messages narrow the search; which conversation a request
+        # continues is decided by its whole converted prefix (_conversation), since many users
+        # share a system prompt and a greeting.
+        head = json.dumps([_plain(m) for m in messages[:2]], sort_keys=True, default=str)
         return f"head:{model}:" + hashlib.sha256(head.encode()).hexdigest()
 
-    def _compactor(self, key: str, window: int, tools: Any) -> Compactor:
+    def _conversation(
+        self, key: str, messages: Sequence[Any], window: int, tools: Any
+    ) -> _Conversation:
         with self._lock:
-            compactor = self._compactors.get(key)
-            if compactor is None or compactor.window != window:
-                compactor = Compactor(
-                    self.pipeline,
-                    window,
-                    tools=tools if isinstance(tools, list) else None,
-                    labels={**self.labels, "conversation_id": key},
-                    **self.options,
+            found = None
+            for serial in self._by_key.get(key, ()):
+                conversation = self._conversations[serial]
+                if conversation.compactor.window == window and (
+                    key.startswith("session:") or conversation.history.extends(messages)
+                ):
+                    found = conversation
+                    break
+            if found is None:
+                self._serial += 1
+                found = _Conversation(
+                    key,
+                    self._serial,
+                    Compactor(
+                        self.pipeline,
+                        window,
+                        tools=tools if isinstance(tools, list) else None,
+                        labels={**self.labels, "conversation_id": f"{key}#{self._serial}"},
+                        **self.options,
+                    ),
                 )
-                self._compactors[key] = compactor
-            self._compactors.move_to_end(key)
-            while len(self._compactors) > self.max_conversations:
-                self._compactors.popitem(last=False)
-            return compactor
+                ids = self._by_key.setdefault(key, [])
+                if key.startswith("session:"):
+                    for old in ids:  # a session has one conversation (a new window replaced it)
+                        self._conversations.pop(old, None)
+                    ids.clear()
+                ids.append(self._serial)
+                self._conversations[self._serial] = found
+            self._conversations.move_to_end(found.serial)
+            while len(self._conversations) > self.max_conversations:
+                old, gone = self._conversations.popitem(last=False)
+                ids = self._by_key.get(gone.key, [])
+                if old in ids:
+                    ids.remove(old)
+                if not ids:
+                    self._by_key.pop(gone.key, None)
+            self._last = found
+            return found
 
     def _prepare(
         self, model: Any, messages: Any, request: Mapping[str, Any]
     ) -> tuple[Compactor, Any] | None:
         if not isinstance(model, str) or not isinstance(messages, list) or not messages:
             return None
+        if self._written.get(id(messages)) is messages:
+            return None  # a request this hook already compacted (the proxy's second hook)
         window = self.window_for(model, request.get("custom_llm_provider"))
         if window is None:
-            log.warning("litellm.no_window", model=model)
-            return None
-        try:
-            converted = from_openai(messages)
-            compactor = self._compactor(
-                self._key(model, messages, request), window, request.get("tools")
+            # Fail fast: a request the hook cannot size would go out uncompacted, and an
+            # agent would only learn it when the provider refuses an over-window request.
+            raise ValueError(
+                f"CompactionHook has no context window for model {model!r}: LiteLLM's model "
+                "map does not know it; pass CompactionHook(window=...) or register the model "
+                "with litellm.register_model (max_input_tokens)"
             )
+        try:
+            conversation = self._conversation(
+                self._key(model, messages, request), messages, window, request.get("tools")
+            )
+            converted = conversation.history.convert(messages)
         except (AdapterError, TypeError, ValueError) as exc:
             log.warning("litellm.unreadable_request", model=model, error=exc)
             return None
-        return compactor, converted
+        return conversation.compactor, converted
+
+    def _written_list(self, sent: Sequence[Any]) -> list[Any]:
+        out = to_openai(sent)
+        with self._lock:
+            self._written[id(out)] = out
+            while len(self._written) > self.max_conversations:
+                self._written.popitem(last=False)
+        return out
 
     def compact_messages(self, model: str, messages: list[Any], **request: Any) -> list[Any]:
         """``messages`` for ``model``, compacted when the window is filling (else as given).
@@ -179,7 +286,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
             return messages
         compactor, converted = prepared
         sent = compactor.before_call(converted)
-        return messages if not compactor.compacted else to_openai(sent)
+        return messages if not compactor.compacted else self._written_list(sent)
 
     async def acompact_messages(self, model: str, messages: list[Any], **request: Any) -> list[Any]:
         """Async twin of :meth:`compact_messages` (awaits summarisers that do I/O)."""
@@ -188,7 +295,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
             return messages
         compactor, converted = prepared
         sent = await compactor.abefore_call(converted)
-        return messages if not compactor.compacted else to_openai(sent)
+        return messages if not compactor.compacted else self._written_list(sent)
 
     async def _rewrite(self, data: Any) -> Any:
         if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
@@ -204,7 +311,16 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
             self._remember(call_id, compactor)
         if not compactor.compacted:
             return None
-        return {**data, "messages": to_openai(sent)}
+        out = self._written_list(sent)
+        # What is logged is what is sent: LiteLLM's logging object took the messages when the
+        # call began, before this hook; its own update_messages is the way a pre-call hook
+        # tells it (its success and failure callbacks, spend logs and integrations read it).
+        logging_obj = data.get("litellm_logging_obj")
+        update = getattr(logging_obj, "update_messages", None)
+        if callable(update):
+            with contextlib.suppress(Exception):
+                update(out)
+        return {**data, "messages": out}
 
     def _remember(self, call_id: str, compactor: Compactor) -> None:
         with self._lock:
@@ -213,6 +329,8 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
                 self._sent.popitem(last=False)
 
     def _observe(self, kwargs: Any, response: Any) -> None:
+        if not self.observe_usage:
+            return
         call_id = kwargs.get("litellm_call_id") if isinstance(kwargs, Mapping) else None
         with self._lock:
             entry = self._sent.pop(call_id, None) if isinstance(call_id, str) else None
@@ -222,7 +340,8 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         if compactor.stats.calls != calls:
             return  # another request of this conversation went out since: not its answer
         # The provider's own count of the request anchors the next estimate, so the window is
-        # judged by the model's tokenizer, not ours. A usage it cannot read anchors nothing.
+        # judged by the model's tokenizer, not ours (a count far below ours is set aside by the
+        # compactor). A usage it cannot read anchors nothing.
         with contextlib.suppress(TypeError, ValueError):
             compactor.observe(getattr(response, "usage", None))
 

@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._log import log
 from ..adapters import AdapterError
-from ..adapters.responses import from_responses, to_responses
+from ..adapters.responses import to_responses
 from ..messages import Message
 from ..trigger import Compactor
 from ._compactor import build_compactor
+from ._incremental import ResponsesHistory
 
 if TYPE_CHECKING:
     from ..pipeline import CompactionPipeline
@@ -43,14 +44,28 @@ __all__ = ["CompactionFilter", "CompactionSession"]
 _INSTRUCTIONS = "openai_agents_instructions"
 
 
-def _read(items: Any) -> tuple[Message, ...] | None:
+def _read(history: ResponsesHistory, items: Any) -> tuple[Message, ...] | None:
     # An item the adapter cannot read (a new SDK item kind, a malformed one) is no reason to
     # end the run: the input goes to the model as it is, and the log says why.
     try:
-        return from_responses(items)
+        return history.convert(items)
     except (AdapterError, TypeError, ValueError) as exc:
         log.warning("openai_agents.unreadable_input", error=exc)
         return None
+
+
+class _Instructions:
+    """The agent's instructions as one system message, the same object while they do not
+    change, so the compactor sees the same prefix on every call."""
+
+    def __init__(self) -> None:
+        self.lead: tuple[Message, ...] = ()
+
+    def __call__(self, instructions: str | None) -> tuple[Message, ...]:
+        text = instructions or ""
+        if (self.lead[0].content if self.lead else "") != text:
+            self.lead = (Message("system", text, meta={_INSTRUCTIONS: True}),) if text else ()
+        return self.lead
 
 
 class CompactionFilter:
@@ -61,7 +76,9 @@ class CompactionFilter:
     extractive summary) and any other :class:`~compaction.trigger.Compactor` option
     (``compact_at``, ``compact_to``, ``counter``, ``tools``, ``labels``, ``min_saving``).
     Without ``tools``, the function tools of the agent being run are counted (their schemas
-    travel with every request).
+    travel with every request). ``observe_usage`` (default True) lets :meth:`observe` and
+    :meth:`run_hooks` anchor the estimate on the provider's input tokens (a count far below
+    the local one, such as the SDK's default ``Usage()`` of 0, is ignored anyway).
     """
 
     def __init__(
@@ -70,9 +87,14 @@ class CompactionFilter:
         *,
         window: int | None = None,
         pipeline: CompactionPipeline | None = None,
+        observe_usage: bool = True,
         **options: Any,
     ) -> None:
         self.compactor = build_compactor(compactor, window, pipeline, options)
+        self.observe_usage = bool(observe_usage)
+        # The items converted so far: a call converts only what the runner appended.
+        self._history = ResponsesHistory()
+        self._lead = _Instructions()
         # Without tools= the agent's own function tools are counted, as the runner sends their
         # schemas with every request: known only at the first call.
         self._learn_tools = compactor is None and "tools" not in options
@@ -110,13 +132,11 @@ class CompactionFilter:
             self._with_agent_tools(data.agent)
         model_data = data.model_data
         instructions = model_data.instructions
-        messages = _read(model_data.input)
+        messages = _read(self._history, model_data.input)
         if messages is None:
             return model_data
-        lead: tuple[Message, ...] = ()
-        if instructions:
-            lead = (Message("system", instructions, meta={_INSTRUCTIONS: True}),)
-        request = await self.compactor.abefore_call(lead + messages)
+        lead = self._lead(instructions)
+        request = await self.compactor.abefore_call(lead + messages if lead else messages)
         if not self.compactor.compacted:
             return model_data
         kept = [m for m in request if not m.meta.get(_INSTRUCTIONS)]
@@ -124,7 +144,10 @@ class CompactionFilter:
 
     def observe(self, usage: Any) -> None:
         """Anchor the next estimate on the provider's count of the request last sent (a usage
-        object or dict with ``input_tokens``, or an int); a usage it cannot read is ignored."""
+        object or dict with ``input_tokens``, or an int); a usage it cannot read is ignored,
+        and so is every usage with ``observe_usage=False``."""
+        if not self.observe_usage:
+            return
         with contextlib.suppress(TypeError, ValueError):
             self.compactor.observe(usage)
 
@@ -168,6 +191,7 @@ class CompactionSession:
                 )
         self.session = session
         self.compactor = build_compactor(compactor, window, pipeline, options)
+        self._history = ResponsesHistory()
 
     @property
     def session_id(self) -> str:
@@ -185,7 +209,7 @@ class CompactionSession:
         if items is not None:
             return list(items)
         items = list(await self.session.get_items())
-        messages = _read(items)
+        messages = _read(self._history, items)
         if messages is None:
             return items
         request = await self.compactor.abefore_call(messages)

@@ -39,6 +39,7 @@ from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
 from ._conversations import Conversations
+from ._incremental import common_prefix
 from .pydantic_ai_messages import from_pydantic_ai, to_pydantic_ai
 
 __all__ = [
@@ -76,11 +77,7 @@ class _Conversation:
             self.sources, self.ends = [], []
             self.flat = [self.instructions] if self.instructions else []
         head = 1 if self.instructions else 0
-        keep = 0
-        for a, b in zip(self.sources, messages, strict=False):
-            if a is not b:
-                break
-            keep += 1
+        keep = common_prefix(self.sources, messages)
         del self.sources[keep:], self.ends[keep:]
         del self.flat[self.ends[-1] if self.ends else head :]
         for source in messages[keep:]:
@@ -175,9 +172,10 @@ class _Engine:
         self, ctx: Any, messages: list[ModelMessage], model: Any, parameters: Any
     ) -> list[ModelMessage]:
         """``messages`` compacted when they need it (the same list when not)."""
+        # Outside the try: a missing window is the caller's to fix, and running the whole
+        # agent uncompacted with a warning per call would hide it until the provider refuses.
+        state = self.conversation(getattr(ctx, "conversation_id", None), model, parameters)
         try:
-            key = getattr(ctx, "conversation_id", None)
-            state = self.conversation(key, model, parameters)
             ours = state.convert(messages, _instructions(parameters))
             sent = await state.compactor.abefore_call(ours)
             if sent is ours:
@@ -200,9 +198,11 @@ class Compaction(AbstractCapability[Any]):
     ``pipeline`` is the ladder (default :func:`compaction.default_pipeline`, offline: the free
     layers, the extractive summary, then the last resort ``Fit``);
     ``window`` the model's context window in tokens (default: the model profile's
-    ``context_window``); ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and
+    ``context_window``; with neither, the first model request raises ``ValueError`` rather
+    than run the agent uncompacted); ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and
     ``labels`` are :class:`~compaction.trigger.Compactor`'s; ``observe_usage`` anchors the
-    estimate on the input tokens the provider reports; ``max_conversations`` bounds how many
+    estimate on the input tokens the provider reports (a count far below the local one, such
+    as ``FunctionModel``'s word count, is ignored anyway); ``max_conversations`` bounds how many
     conversations (``conversation_id``) are followed at once.
     """
 
@@ -255,7 +255,7 @@ class Compaction(AbstractCapability[Any]):
         if self.observe_usage:
             state = self._engine.conversations.get(getattr(ctx, "conversation_id", None))
             tokens = getattr(getattr(response, "usage", None), "input_tokens", 0)
-            if state is not None and isinstance(tokens, int) and tokens > 0:
+            if state is not None and isinstance(tokens, int):
                 state.compactor.observe(tokens)
         return response
 

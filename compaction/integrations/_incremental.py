@@ -1,0 +1,163 @@
+"""A framework's history, converted once: each call converts only what is new.
+
+A drop-in sees the agent's whole history before every model call. Converting all of it each
+time makes a call cost O(history) and a run O(history²) (issue 21 item 6: 35-160 ms per call at
+5,000 messages). Frameworks append to their history, so what was converted last time is kept,
+by source: a call compares the new list with the sources it converted (identity first, then
+equality, for frameworks that rebuild their items), keeps the conversions of the common
+prefix and converts the rest. The messages it answers for the kept prefix are the very same
+objects as before, so the trigger's prefix check is a pointer walk.
+
+Conversion stays exactly what the adapter's ``from_*`` gives on the whole list: a call id an
+earlier message already used is re-keyed over the whole list (rare, and then paid in full), a
+Responses step that may still grow is read again, and a tool result whose call came earlier
+gets that call's name.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..adapters import AdapterError
+from ..adapters._coerce import plain
+from ..adapters.openai import message_from_openai
+from ..adapters.rekey import rekey
+from ..adapters.responses import _PEOPLE, _kind, from_responses
+from ..messages import Message
+
+__all__ = ["OpenAIHistory", "ResponsesHistory", "common_prefix"]
+
+
+def common_prefix(old: list[Any], new: Sequence[Any]) -> int:
+    """How many leading items of ``new`` are those of ``old`` (the same object, or equal)."""
+    n = min(len(old), len(new))
+    # One slice and a list comparison, in C, short-cut on identity: the usual case (the
+    # framework appended to the list it had) is a pointer walk. Every copy touches each
+    # object's reference count, which is what a call costs at thousands of messages.
+    head = new[:n] if len(new) > n else new
+    if type(head) is not list:
+        head = list(head)
+    if (head == old) if n == len(old) else (head == old[:n]):
+        return n
+    for i in range(n):
+        a, b = old[i], new[i]
+        if a is not b and a != b:
+            return i
+    return n
+
+
+class OpenAIHistory:
+    """OpenAI chat messages (dicts or SDK objects) converted incrementally."""
+
+    def __init__(self) -> None:
+        self.sources: list[Any] = []
+        self.messages: list[Message] = []
+        self._call_ids: set[str] = set()
+        self._duplicates = False
+
+    def extends(self, raw: Sequence[Any]) -> bool:
+        """True when ``raw`` starts with everything converted so far."""
+        return common_prefix(self.sources, raw) == len(self.sources)
+
+    def convert(self, raw: Sequence[Any]) -> tuple[Message, ...]:
+        """``from_openai(raw)``, converting only what differs from the last call."""
+        keep = common_prefix(self.sources, raw)
+        if keep < len(self.sources):
+            del self.sources[keep:], self.messages[keep:]
+            self._recount()
+        new = [message_from_openai(raw[i], i) for i in range(keep, len(raw))]
+        duplicates = self._duplicates
+        ids = set()
+        for m in new:
+            for call in m.tool_calls:
+                if call.id in self._call_ids or call.id in ids:
+                    duplicates = True
+                ids.add(call.id)
+        self.sources.extend(raw[keep:])
+        self.messages.extend(new)
+        self._call_ids |= ids
+        self._duplicates = duplicates
+        out = tuple(self.messages)
+        # A reused call id is re-keyed over the whole list, as from_openai does: which fresh id
+        # it gets depends on every id in the conversation.
+        return rekey(out) if duplicates else out
+
+    def _recount(self) -> None:
+        self._call_ids = set()
+        self._duplicates = False
+        for m in self.messages:
+            for call in m.tool_calls:
+                if call.id in self._call_ids:
+                    self._duplicates = True
+                self._call_ids.add(call.id)
+
+
+class ResponsesHistory:
+    """Responses API input items (the Agents SDK's) converted incrementally.
+
+    Several items make one message (an assistant step: reasoning, text, calls), so the
+    conversions are kept with the item each starts at, and the last message (a step that the
+    next items may extend) is always read again.
+    """
+
+    def __init__(self) -> None:
+        self.sources: list[Any] = []
+        self.messages: list[Message] = []
+        self.starts: list[int] = []  # the item each message starts at
+        self._names: dict[str, str] = {}
+
+    def convert(self, items: Sequence[Any]) -> tuple[Message, ...]:
+        """``from_responses(items)``, converting only what differs from the last call."""
+        if isinstance(items, str | bytes) or not isinstance(items, Sequence):
+            return from_responses(items)
+        keep = common_prefix(self.sources, items)
+        # Messages wholly inside the common prefix and closed (the next one starts inside it).
+        whole = max(bisect.bisect_right(self.starts, keep) - 1, 0)
+        start = self.starts[whole] if whole < len(self.starts) else 0
+        try:
+            tail = from_responses(items[start:])
+        except AdapterError:
+            # Read the whole list again, so the error names the item by its real index.
+            from_responses(items)
+            raise
+        starts = _starts(items, start)
+        if len(starts) != len(tail):
+            # Grouped otherwise than expected (a newer adapter): convert in full, keep nothing.
+            self.sources, self.messages, self.starts, self._names = [], [], [], {}
+            return from_responses(items)
+        for m in self.messages[whole:]:
+            for call in m.tool_calls:
+                self._names.pop(call.id, None)
+        fixed: list[Message] = []
+        for m in tail:
+            if m.role == "tool" and m.name is None and m.tool_call_id in self._names:
+                # from_responses names a result after its call; the call came before the tail.
+                m = m.replace(name=self._names[m.tool_call_id])
+            fixed.append(m)
+            for call in m.tool_calls:
+                self._names[call.id] = call.name
+        del self.messages[whole:], self.starts[whole:]
+        self.messages.extend(fixed)
+        self.starts.extend(starts)
+        self.sources = list(items)
+        return tuple(self.messages)
+
+
+def _starts(items: Sequence[Any], start: int) -> list[int]:
+    # Where each message from ``start`` on begins, grouped as from_responses groups them: a
+    # person message or a call output is a message of its own, a run of anything else is one
+    # assistant step.
+    starts: list[int] = []
+    step_open = False
+    for i in range(start, len(items)):
+        item = plain(items[i])
+        kind = _kind(item) if isinstance(item, Mapping) else ""
+        if (kind == "message" and item.get("role") in _PEOPLE) or kind.endswith("_call_output"):
+            starts.append(i)
+            step_open = False
+        elif not step_open:
+            starts.append(i)
+            step_open = True
+    return starts
