@@ -212,6 +212,17 @@ class Compactor(_ConversationView):
         stats.anchored = plan.anchored
         return request
 
+    def _limit(self, plan: _Plan) -> int:
+        """The hard limit of a run: the window less the tool schemas, in local tokens (scaled
+        down, like the target, when the provider counts this conversation bigger than we do).
+        Protected content (the task, the person's words, the newest step) is cut only to fit
+        this, never to reach ``compact_to``."""
+        room = self.window - self.tool_tokens
+        local = plan.tokens + self.tool_tokens
+        if plan.anchored and plan.estimate > local > 0:
+            room = math.floor(self.window * local / plan.estimate) - self.tool_tokens
+        return max(room, plan.target)
+
     def _back_off(self, size: int) -> None:
         self._retry_at = size + max(self.min_saving_tokens, 1)
 
@@ -234,11 +245,12 @@ class Compactor(_ConversationView):
         # The anchor measured a conversation that no longer exists.
         self._anchor = None
         plan.since = 0
-        if not result.fits:
+        if not result.within_limit:
             log.warning(
                 "trigger.over_target",
                 after=result.after,
                 target=result.target,
+                limit=result.limit,
                 window=self.window,
                 labels=plan.labels,
             )
@@ -275,7 +287,11 @@ class Compactor(_ConversationView):
         started = time.monotonic()
         try:
             result = self.pipeline.compact(
-                plan.request, target=plan.target, counter=self.counter, labels=plan.labels
+                plan.request,
+                target=plan.target,
+                limit=self._limit(plan),
+                counter=self.counter,
+                labels=plan.labels,
             )
         except Exception as exc:
             return self._failed(plan, exc, started)
@@ -292,7 +308,11 @@ class Compactor(_ConversationView):
         started = time.monotonic()
         try:
             result = await self.pipeline.acompact(
-                plan.request, target=plan.target, counter=self.counter, labels=plan.labels
+                plan.request,
+                target=plan.target,
+                limit=self._limit(plan),
+                counter=self.counter,
+                labels=plan.labels,
             )
         except Exception as exc:
             return self._failed(plan, exc, started)

@@ -38,10 +38,20 @@ from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
 from ..trace import CUT_MARKER, cut_middle, original_chars
-from ..transcript import mark, message_ref, parse, provenance
+from ..transcript import (
+    PROVENANCE_KEY,
+    Transcript,
+    is_note,
+    mark,
+    message_ref,
+    parse,
+    provenance,
+)
 from ..validate import validate
 
 __all__ = ["CUT_MARKER", "Fit"]
+
+_Stage = tuple[list[int], int | None, int]
 
 #: The marker of the tight pass, when even the marked cuts do not fit (a target of a few dozen
 #: tokens for several messages): it still says that, and how much, was cut.
@@ -91,139 +101,250 @@ class Fit(Strategy):
             "each cut with a recall id, until the request fits."
         )
 
-    # -- cutting one text ----------------------------------------------------------------------
-
-    def _shrink_text(
-        self, text: str, want: int, ref: str, counter: TokenCounter, marker: str
-    ) -> str | None:
-        return cut_middle(text, want, ref, counter, marker)
+    # -- cutting one message -------------------------------------------------------------------
 
     def _shrink(
-        self, message: Message, want: int, counter: TokenCounter, marker: str, least: int
+        self,
+        message: Message,
+        want: int,
+        counter: TokenCounter,
+        marker: str,
+        least: int,
+        text_tokens: int,
     ) -> Message | None:
         """``message`` cut to about ``want`` tokens: its content first, then the longest
-        string values of its tool-call arguments."""
+        string values anywhere in its tool-call arguments (or arguments that are not JSON, as
+        text). ``text_tokens`` is what its content counts (known to the caller: never
+        re-encoded here)."""
         current = counter.count(message)
         if current <= want:
             return None
         ref = _original_ref(message)
         new = message
-        over = current - want
+        need = current - want
         text = message.content
         if text:
-            text_tokens = counter.count_text(text)
-            goal = max(text_tokens - over, least)
-            cut = self._shrink_text(text, goal, ref, counter, marker)
+            goal = max(text_tokens - need, least)
+            cut = cut_middle(text, goal, ref, counter, marker, tokens=text_tokens)
             if cut is not None:
                 new = new.replace(content=cut)
-        need = counter.count(new) - want
+                need -= text_tokens - counter.count_text(cut)
         if message.tool_calls and need > 0:
             calls = []
             for call in message.tool_calls:
-                shrunk, need = self._shrink_call(call, need, ref, counter, marker, least)
+                shrunk, need = _shrink_call(call, need, ref, counter, marker, least)
                 calls.append(shrunk)
             new = new.replace(tool_calls=tuple(calls))
         if new is message:
             return None
-        original = original_chars(message)
-        out = mark(
-            new,
-            strategy=self.name,
-            kind="truncated",
-            replaces=[message],
-            original_chars=original,
-            kept_chars=len(new.content),
-        )
+        if is_note(message):
+            # A cut note is still the note: its record (the facts a later note merges, the
+            # ids it stands for) is kept, or it would pass for a message a person wrote, and
+            # a cut ledger would become the task.
+            record = {
+                **(provenance(message) or {}),
+                "cut_by": self.name,
+                "original_chars": original_chars(message),
+                "kept_chars": len(new.content),
+            }
+            out = new.replace(meta={**new.meta, PROVENANCE_KEY: record}, tokens=None)
+        else:
+            out = mark(
+                new,
+                strategy=self.name,
+                kind="truncated",
+                replaces=[message],
+                original_chars=original_chars(message),
+                kept_chars=len(new.content),
+            )
         return out if counter.count(out) < current else None
-
-    def _shrink_call(
-        self, call: ToolCall, need: int, ref: str, counter: TokenCounter, marker: str, least: int
-    ) -> tuple[ToolCall, int]:
-        """``call`` with its longest string arguments cut in the middle by about ``need``
-        tokens in all (the JSON stays valid), and what is still needed after it."""
-        if need <= 0:
-            return call, need
-        try:
-            args = json.loads(call.arguments) if call.arguments else None
-        except ValueError:
-            args = None
-        if not isinstance(args, dict):
-            return call, need
-        longest = sorted(
-            (k for k, v in args.items() if isinstance(v, str)), key=lambda k: -len(args[k])
-        )
-        changed = False
-        for key in longest[:3]:
-            if need <= 0:
-                break
-            value = args[key]
-            tokens = counter.count_text(value)
-            cut = self._shrink_text(value, max(tokens - need, least), ref, counter, marker)
-            if cut is not None:
-                need -= tokens - counter.count_text(cut)
-                args[key] = cut
-                changed = True
-        if not changed:
-            return call, need
-        return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need
 
     # -- the layer -----------------------------------------------------------------------------
 
     def rewrite(
-        self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
+        self,
+        messages: tuple[Message, ...],
+        *,
+        target: int,
+        counter: TokenCounter,
+        limit: int | None = None,
     ) -> Sequence[Message] | None:
+        """Cut what is not protected toward ``target``, what is protected only toward
+        ``limit`` (the hard limit: default, and never less than, ``target``)."""
         validate(messages)
+        hard = target if limit is None else max(limit, target)
         out = list(messages)
         total = counter.count_messages(out)
         if total <= target:
             return None
         t = parse(messages)
         task = t.groups[t.task].start if t.task is not None else None
+        guarded = _guarded(t)
+        newest = _newest_outputs(t)
         inner = range(t.system_end, len(out))
+        sizes: dict[int, int] = {}
+
+        def text_tokens(i: int) -> int:
+            if i not in sizes:
+                sizes[i] = _text_tokens(messages[i], counter)
+            return sizes[i]
 
         def largest(indices: Iterable[int]) -> list[int]:
             return sorted(indices, key=lambda i: (-counter.count(out[i]), i))
 
-        stages: list[tuple[list[int], int | None]] = [
-            (largest(i for i in inner if out[i].role == "tool"), None),
+        free = [i for i in inner if i not in guarded]
+        kept = [i for i in inner if i in guarded and i != task]
+        # Each stage: (indices, the floor of their own text or None for the pass's default,
+        # the size aimed at). Stages come in groups, and a group is cut through every pass
+        # before the next group is touched: what is droppable is cut to nothing before
+        # anything protected gives a token.
+        free_stages: list[_Stage] = [
+            (largest(i for i in free if out[i].role == "tool"), None, target),
+            (largest(i for i in free if out[i].role != "tool"), None, target),
+        ]
+        # What is protected gives only what the hard limit demands: the newest tool output
+        # first (it always keeps its head and tail), then every other protected message, then
+        # the task, down to its share and then to its head and tail (losing the task is how
+        # an agent forgets what it was asked to do).
+        kept_stages: list[_Stage] = [
+            (largest(i for i in kept if out[i].role == "tool"), None, hard),
+            (largest(i for i in kept if out[i].role != "tool"), None, hard),
         ]
         if task is not None:
-            stages.append(([task], max(int(target * self.task_share), self.min_tokens)))
-        stages.append((largest(i for i in inner if out[i].role != "tool" and i != task), None))
-        if task is not None:
-            stages.append(([task], self.task_min_tokens))  # its head and tail always survive
-        stages.append((largest(range(t.system_end)), None))
+            kept_stages.append(([task], max(int(hard * self.task_share), self.min_tokens), hard))
+            kept_stages.append(([task], self.task_min_tokens, hard))
+        groups = [free_stages, kept_stages]
+        system = messages[: t.system_end]
+        if counter.count_messages(system) > hard or any(_was_cut(m) for m in system):
+            # The system prompt only when it alone is over the limit (or was, when an earlier
+            # run cut it: the agent's list carries the cut, and the rest grows behind it).
+            groups.append([(largest(range(t.system_end)), None, hard)])
         changed = False
         # A second, tight pass only when the marked cuts could not fit (tiny targets), and a
         # last one that leaves a message's text empty (the cut is still recorded in its meta)
         # when even the short markers are too many for what is left.
         passes = ((CUT_MARKER, self.min_tokens), (SHORT_MARKER, 0), ("", 0))
-        for marker, least_default in passes:
-            for indices, floor in stages:
-                for i in indices:
-                    need = total - target
-                    if need <= 0:
-                        break
-                    old = out[i]
-                    before = counter.count(old)
-                    least = floor if floor is not None else least_default
-                    if i == task:
-                        # The task's floor is of its own text: the marker comes on top.
-                        least += _marker_tokens(messages[i], marker, counter)
-                    want = max(before - need, least)
-                    if want >= before:
-                        continue
-                    # Always cut from the message as it came in: a tighter pass re-cuts the
-                    # original with its shorter marker, never a cut (and its marker) again.
-                    new = self._shrink(messages[i], want, counter, marker, least)
-                    if new is None or counter.count(new) >= before:
-                        continue
-                    out[i] = new
-                    total += counter.count(new) - before
-                    changed = True
-                # the largest first, by their size now
-                indices.sort(key=lambda i: (-counter.count(out[i]), i))
+        for stages in groups:
+            for marker, least_default in passes:
+                for indices, floor, aim in stages:
+                    for i in indices:
+                        need = total - aim
+                        if need <= 0:
+                            break
+                        old = out[i]
+                        before = counter.count(old)
+                        least = floor if floor is not None else least_default
+                        if i == task or i in newest:
+                            # Their floor is of their own text, the marker on top; the newest
+                            # output keeps its head and tail however tight the pass.
+                            least = max(least, self.min_tokens if i in newest else 0)
+                            least += _marker_tokens(messages[i], marker, counter)
+                        want = max(before - need, least)
+                        if want >= before:
+                            continue
+                        # Always cut from the message as it came in: a tighter pass re-cuts
+                        # the original with its shorter marker, never a cut (and its marker).
+                        new = self._shrink(
+                            messages[i], want, counter, marker, least, text_tokens(i)
+                        )
+                        if new is None or counter.count(new) >= before:
+                            continue
+                        out[i] = new
+                        total += counter.count(new) - before
+                        changed = True
+                    # the largest first, by their size now
+                    indices.sort(key=lambda i: (-counter.count(out[i]), i))
         return out if changed else None
+
+
+def _guarded(t: Transcript) -> frozenset[int]:
+    """Indices of the messages cut only down to the hard limit: the system block, every
+    protected group (the task, the newest request, what the policy protects, pinned) and the
+    newest step (what the model acts on next)."""
+    found = set(range(t.system_end))
+    groups = [t.groups[g] for g in t.protected]
+    steps = [g for g in t.groups if g.kind == "step"]
+    if steps and steps[-1] is t.groups[-1]:
+        groups.append(steps[-1])
+    for group in groups:
+        found.update(range(group.start, group.end))
+    return frozenset(found)
+
+
+def _newest_outputs(t: Transcript) -> frozenset[int]:
+    """The tool outputs of the newest step, when the conversation ends with one."""
+    if not t.groups or t.groups[-1].kind != "step":
+        return frozenset()
+    last = t.groups[-1]
+    return frozenset(i for i in range(last.start, last.end) if t.messages[i].role == "tool")
+
+
+def _text_tokens(message: Message, counter: TokenCounter) -> int:
+    """What ``message``'s content counts, encoding only the smaller part of the message: the
+    content itself, or (when the content is the bulk) the rest, taken from the cached count."""
+    text = message.content
+    rest = sum(len(c.arguments) + len(c.name) for c in message.tool_calls)
+    if not text:
+        return 0
+    if message.tokens is not None or len(text) <= rest + 64:
+        return counter.count_text(text)
+    bare = counter.count(message.replace(content=""))
+    return max(counter.count(message) - bare, 1)
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
+    """Every string leaf of a JSON value, with the path to it."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _leaves(item, (*path, index))
+
+
+def _put(value: Any, path: tuple[Any, ...], leaf: str) -> Any:
+    if not path:
+        return leaf
+    value[path[0]] = _put(value[path[0]], path[1:], leaf)
+    return value
+
+
+def _shrink_call(
+    call: ToolCall, need: int, ref: str, counter: TokenCounter, marker: str, least: int
+) -> tuple[ToolCall, int]:
+    """``call`` with its longest string values cut in the middle by about ``need`` tokens in
+    all, wherever they sit in the arguments (nested objects, lists: the JSON stays valid), or
+    its arguments cut as text when they are not JSON; and what is still needed after it."""
+    if need <= 0 or not call.arguments:
+        return call, need
+    try:
+        args = json.loads(call.arguments)
+    except ValueError:
+        tokens = counter.count_text(call.arguments)
+        cut = cut_middle(call.arguments, max(tokens - need, least), ref, counter, marker)
+        if cut is None:
+            return call, need
+        return ToolCall(call.id, call.name, cut), need - (tokens - counter.count_text(cut))
+    changed = False
+    for path, value in sorted(_leaves(args), key=lambda item: -len(item[1])):
+        if need <= 0 or len(value) < 2:
+            break
+        tokens = counter.count_text(value)
+        cut = cut_middle(value, max(tokens - need, least), ref, counter, marker, tokens=tokens)
+        if cut is not None:
+            need -= tokens - counter.count_text(cut)
+            args = _put(args, path, cut)
+            changed = True
+    if not changed:
+        return call, need
+    return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need
+
+
+def _was_cut(message: Message) -> bool:
+    record = provenance(message)
+    return record is not None and record.get("kind") == "truncated"
 
 
 def _marker_tokens(message: Message, marker: str, counter: TokenCounter) -> int:
