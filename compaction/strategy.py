@@ -197,6 +197,8 @@ class Strategy:
         limit: int | Budget | None = None,
     ) -> tuple[Message, ...]:
         """Run this strategy on its own, under the same rules as in a ladder."""
+        if limit is None:  # a subclass's own ``compact`` may predate the hard limit
+            return self.compact(messages, target=target, counter=counter).messages
         return self.compact(messages, target=target, counter=counter, limit=limit).messages
 
     def compact(
