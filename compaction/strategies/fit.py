@@ -31,6 +31,7 @@ prefers an over-target request to a cut one leaves it out (``strict_floor=True``
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final
 
@@ -130,11 +131,22 @@ class Fit(Strategy):
                 new = new.replace(content=cut)
                 need -= text_tokens - counter.count_text(cut)
         if message.tool_calls and need > 0:
-            calls = []
-            for call in message.tool_calls:
-                shrunk, need = _shrink_call(call, need, ref, counter, marker, least)
-                calls.append(shrunk)
-            new = new.replace(tool_calls=tuple(calls))
+            # Tokens per character of the arguments, from the cached count: a large value is
+            # sized from it instead of being encoded again. An estimate can fall short by a
+            # few tokens, so the cut is checked and tightened by what it missed (twice at most).
+            chars = sum(len(c.arguments) for c in message.tool_calls)
+            density = max(current - text_tokens, 1) / max(chars, 1)
+            cut_so_far = new
+            for _ in range(3):
+                left, calls = need, []
+                for call in message.tool_calls:
+                    shrunk, left = _shrink_call(call, left, ref, counter, marker, least, density)
+                    calls.append(shrunk)
+                new = cut_so_far.replace(tool_calls=tuple(calls))
+                missed = counter.count(new) - want
+                if missed <= 0 or new == cut_so_far:
+                    break
+                need += missed
         if new is message:
             return None
         if is_note(message):
@@ -218,7 +230,9 @@ class Fit(Strategy):
         if counter.count_messages(system) > hard or any(_was_cut(m) for m in system):
             # The system prompt only when it alone is over the limit (or was, when an earlier
             # run cut it: the agent's list carries the cut, and the rest grows behind it).
-            groups.append([(largest(range(t.system_end)), None, hard)])
+            # It must give then whatever else gives, so it gives first: the task and the
+            # newest step stay whole when its cut is enough.
+            groups.insert(1, [(largest(range(t.system_end)), None, hard)])
         changed = False
         # A second, tight pass only when the marked cuts could not fit (tiny targets), and a
         # last one that leaves a message's text empty (the cut is still recorded in its meta)
@@ -311,19 +325,58 @@ def _put(value: Any, path: tuple[Any, ...], leaf: str) -> Any:
     return value
 
 
+#: Strings at least this long are sized from their message's density, not encoded again.
+_ESTIMATE_FROM: Final = 8_192
+
+
+def _tokens(text: str, counter: TokenCounter, density: float) -> int:
+    if len(text) < _ESTIMATE_FROM:
+        return counter.count_text(text)
+    return max(math.ceil(len(text) * density), 1)
+
+
+def _cut_leaf(
+    value: str, want: int, ref: str, counter: TokenCounter, marker: str, tokens: int
+) -> str | None:
+    """``value`` cut so that, as a JSON string, it costs about ``want`` tokens: the cut is of
+    the raw text, and escapes (a newline is two characters in JSON) make it dearer, so a cut
+    that came out over is tightened by the excess (a bounded few times, each on the kept
+    part only)."""
+    aim = want
+    cut = None
+    for _ in range(3):
+        cut = cut_middle(value, aim, ref, counter, marker, tokens=tokens)
+        if cut is None:
+            return None
+        over = counter.count_text(json.dumps(cut, ensure_ascii=False)) - want
+        if over <= 0 or aim <= 0:
+            break
+        aim = max(aim - over, 0)
+    return cut
+
+
 def _shrink_call(
-    call: ToolCall, need: int, ref: str, counter: TokenCounter, marker: str, least: int
+    call: ToolCall,
+    need: int,
+    ref: str,
+    counter: TokenCounter,
+    marker: str,
+    least: int,
+    density: float,
 ) -> tuple[ToolCall, int]:
     """``call`` with its longest string values cut in the middle by about ``need`` tokens in
     all, wherever they sit in the arguments (nested objects, lists: the JSON stays valid), or
-    its arguments cut as text when they are not JSON; and what is still needed after it."""
+    its arguments cut as text when they are not JSON; and what is still needed after it.
+    ``density`` (tokens per character of the arguments) sizes the large values."""
     if need <= 0 or not call.arguments:
         return call, need
     try:
         args = json.loads(call.arguments)
     except ValueError:
-        tokens = counter.count_text(call.arguments)
-        cut = cut_middle(call.arguments, max(tokens - need, least), ref, counter, marker)
+        tokens = _tokens(call.arguments, counter, density)
+        cut = cut_middle(
+            call.arguments, max(tokens - need, least), ref, counter, marker, tokens=tokens
+        )
         if cut is None:
             return call, need
         return ToolCall(call.id, call.name, cut), need - (tokens - counter.count_text(cut))
@@ -331,10 +384,12 @@ def _shrink_call(
     for path, value in sorted(_leaves(args), key=lambda item: -len(item[1])):
         if need <= 0 or len(value) < 2:
             break
-        tokens = counter.count_text(value)
-        cut = cut_middle(value, max(tokens - need, least), ref, counter, marker, tokens=tokens)
+        # Sized as it stands in the JSON (escapes and quotes count too), so that the cuts
+        # together save what is needed, not a token per escaped character less.
+        tokens = _tokens(json.dumps(value, ensure_ascii=False), counter, density)
+        cut = _cut_leaf(value, max(tokens - need, least), ref, counter, marker, tokens)
         if cut is not None:
-            need -= tokens - counter.count_text(cut)
+            need -= tokens - counter.count_text(json.dumps(cut, ensure_ascii=False))
             args = _put(args, path, cut)
             changed = True
     if not changed:
