@@ -248,18 +248,22 @@ class Fit(Strategy):
                         old = out[i]
                         before = counter.count(old)
                         least = floor if floor is not None else least_default
+                        mark_with = marker
                         if i == task or i in newest:
-                            # Their floor is of their own text, the marker on top; the newest
-                            # output keeps its head and tail however tight the pass.
+                            # Their floor is of their own text, the marker on top, and that
+                            # marker names the recall id however tight the pass: the task and
+                            # the newest output keep their head and tail and say how to get
+                            # the rest back.
+                            mark_with = CUT_MARKER
                             least = max(least, self.min_tokens if i in newest else 0)
-                            least += _marker_tokens(messages[i], marker, counter)
+                            least += _marker_tokens(messages[i], mark_with, counter)
                         want = max(before - need, least)
                         if want >= before:
                             continue
                         # Always cut from the message as it came in: a tighter pass re-cuts
                         # the original with its shorter marker, never a cut (and its marker).
                         new = self._shrink(
-                            messages[i], want, counter, marker, least, text_tokens(i)
+                            messages[i], want, counter, mark_with, least, text_tokens(i)
                         )
                         if new is None or counter.count(new) >= before:
                             continue
