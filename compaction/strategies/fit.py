@@ -35,6 +35,7 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final
 
+from ..media import media_tokens
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
@@ -304,10 +305,19 @@ def _text_tokens(message: Message, counter: TokenCounter) -> int:
     rest = sum(len(c.arguments) + len(c.name) for c in message.tool_calls)
     if not text:
         return 0
-    if message.tokens is not None or len(text) <= rest + 64:
+    if message.tokens is not None or len(text) <= rest + 64 or _has_media(message, counter):
         return counter.count_text(text)
     bare = counter.count(message.replace(content=""))
     return max(counter.count(message) - bare, 1)
+
+
+def _has_media(message: Message, counter: TokenCounter) -> bool:
+    """Whether ``message`` carries images or documents that its count includes (the rest of
+    the message then is not what its text leaves)."""
+    meta = message.meta
+    if not meta or not ("openai" in meta or "anthropic" in meta or "responses" in meta):
+        return False
+    return media_tokens(meta, message.content, counter.count_text) > 0
 
 
 def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
