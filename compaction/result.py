@@ -19,11 +19,6 @@ class Applied:
     seconds: float
 
     @property
-    def within_limit(self) -> bool:
-        """True when the result is within the hard limit (the target when none was given)."""
-        return self.after <= (self.target if self.limit is None else self.limit)
-
-    @property
     def saved(self) -> int:
         """Tokens this rewrite saved."""
         return self.before - self.after

@@ -1,42 +1,49 @@
 """Fit ("fit"): the last resort. Every request fits whenever the system prompt does.
 
-When the protected part alone (the system block, the task, the newest request, pinned messages,
-the newest steps) is over target, no layer above may give anything more up: they only drop or
-summarise what is not protected. Sending the request anyway is a provider 400, the worst
-outcome. So this layer *cuts* (never drops) the largest protected messages in their middle,
-keeping head and tail (the head holds the request, the tail the error or the conclusion), in
-this order, each only as far as still needed:
+When what is left after the layers above is still over target, no layer above may give more:
+they only drop or summarise what is not protected. Sending the request anyway is a provider
+400, the worst outcome. So this layer *cuts* (never drops) messages in their middle, keeping
+head and tail (the head holds the request, the tail the error or the conclusion).
 
-1. tool outputs, largest first (in practice the oversized newest one: the older ones are gone);
-2. the original task, down to ``task_share`` of the target (a task at most that big stays
-   verbatim);
-3. every other non-system message, largest first (contents, and the longest string values of
-   tool-call arguments, so the call's JSON stays valid);
-4. the task again, down to the floor;
-5. the system block, only when all of the above could not make it fit (it alone is over).
+A run has two sizes (issue 19): the **target**, where compaction aims, and the **hard limit**,
+what the request must fit (the window less what the reply needs; a plain ``compact(target=...)``
+has the target as its limit). What is droppable aims at the target; what is protected (the
+system prompt, the task, the newest request, what the policy protects, pinned messages and the
+newest step) is cut only while the request is over the limit. In this order, each only as far
+as still needed, and each group through every pass before the next is touched:
+
+1. what is not protected, down to the target: tool outputs, largest first, then the rest;
+2. the system prompt, only when it alone is over the limit (or an earlier run cut it);
+3. the newest tool output, down to the limit: it always keeps its head and tail;
+4. every other protected message but the task (contents, then the longest string values
+   anywhere in tool-call arguments, so the JSON stays valid; arguments that are not JSON are
+   cut as text);
+5. the task, down to ``task_share`` of the limit, then to its head and tail (``task_min_tokens``).
 
 Each cut is marked in the text with how much was cut and the recall id of the original (a
 session's ``recall`` finds it), and recorded in ``meta["compaction"]`` (kind ``"truncated"``,
 ``original_chars``, ``kept_chars``), so the message is still the same message: a cut task stays
-the task.
+the task, a cut note stays the note, and a cut message keeps its images and documents (the
+adapters write them back beside the cut text).
 
-It is a layer placed *last* in the ladder (the terminal, or after it), and needs nothing from
-the pipeline: the rules hold as for any layer (asked only while over target, taken only when
-smaller), so it runs only when every layer above left the conversation over target, and never
-costs the verbatim text of a protected message while a cheaper loss was possible. A caller who
-prefers an over-target request to a cut one leaves it out (``strict_floor=True`` on
-:class:`~compaction.trigger.Compactor` and :func:`~compaction.trigger.default_pipeline`).
+A cut is found from the counter's token offsets (one encoding of the part kept, never the
+whole message again), so the last resort costs about what it keeps.
+
+It is a layer placed *last* in the ladder (the terminal, or after it): the rules hold as for
+any layer (asked only while over target, taken only when smaller), so it runs only when every
+layer above left the conversation over target; it may answer a conversation over the target but
+within the limit. A caller who prefers an over-target request to a cut one leaves it out
+(``strict_floor=True`` on :class:`~compaction.trigger.Compactor` and
+:func:`~compaction.trigger.default_pipeline`).
 """
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final
 
 from ..media import media_tokens
-from ..messages import Message, ToolCall
+from ..messages import Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
 from ..trace import CUT_MARKER, cut_middle, original_chars
@@ -50,6 +57,7 @@ from ..transcript import (
     provenance,
 )
 from ..validate import validate
+from ._fit_args import shrink_call
 
 __all__ = ["CUT_MARKER", "Fit"]
 
@@ -80,8 +88,8 @@ class Fit(Strategy):
         self, *, task_share: float = 0.3, min_tokens: int = 24, task_min_tokens: int = 64
     ) -> None:
         """
-        - ``task_share``: the share of the target the task keeps before anything else but tool
-          output is cut (a task at most this big stays verbatim while the rest can give).
+        - ``task_share``: the share of the hard limit the task keeps before it is cut to its
+          head and tail (a task at most this big stays verbatim while the rest can give).
         - ``min_tokens``: the least a cut message keeps of its text (head and tail together)
           while the marked cuts still fit.
         - ``task_min_tokens``: the least the task keeps of its own text, head and tail
@@ -97,10 +105,11 @@ class Fit(Strategy):
 
     def explain(self) -> str:
         return (
-            "Last resort: cuts the largest protected messages in their middle (tool output "
-            f"first, then the task down to {self.task_share:.0%} of the target, then the rest; "
-            "the system prompt only when it alone is over), keeping head and tail and marking "
-            "each cut with a recall id, until the request fits."
+            "Last resort: cuts messages in their middle, keeping head and tail and marking each "
+            "cut with a recall id: what is not protected down to the target, what is protected "
+            "(the newest output, then the rest, then the task, down to "
+            f"{self.task_share:.0%} of the limit and then its head and tail) only down to the "
+            "hard limit, the system prompt only when it alone is over it."
         )
 
     # -- cutting one message -------------------------------------------------------------------
@@ -141,7 +150,7 @@ class Fit(Strategy):
             for _ in range(3):
                 left, calls = need, []
                 for call in message.tool_calls:
-                    shrunk, left = _shrink_call(call, left, ref, counter, marker, least, density)
+                    shrunk, left = shrink_call(call, left, ref, counter, marker, least, density)
                     calls.append(shrunk)
                 new = cut_so_far.replace(tool_calls=tuple(calls))
                 missed = counter.count(new) - want
@@ -318,97 +327,6 @@ def _has_media(message: Message, counter: TokenCounter) -> bool:
     if not meta or not ("openai" in meta or "anthropic" in meta or "responses" in meta):
         return False
     return media_tokens(meta, message.content, counter.count_text) > 0
-
-
-def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
-    """Every string leaf of a JSON value, with the path to it."""
-    if isinstance(value, str):
-        yield path, value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _leaves(item, (*path, key))
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _leaves(item, (*path, index))
-
-
-def _put(value: Any, path: tuple[Any, ...], leaf: str) -> Any:
-    if not path:
-        return leaf
-    value[path[0]] = _put(value[path[0]], path[1:], leaf)
-    return value
-
-
-#: Strings at least this long are sized from their message's density, not encoded again.
-_ESTIMATE_FROM: Final = 8_192
-
-
-def _tokens(text: str, counter: TokenCounter, density: float) -> int:
-    if len(text) < _ESTIMATE_FROM:
-        return counter.count_text(text)
-    return max(math.ceil(len(text) * density), 1)
-
-
-def _cut_leaf(
-    value: str, want: int, ref: str, counter: TokenCounter, marker: str, tokens: int
-) -> str | None:
-    """``value`` cut so that, as a JSON string, it costs about ``want`` tokens: the cut is of
-    the raw text, and escapes (a newline is two characters in JSON) make it dearer, so a cut
-    that came out over is tightened by the excess (a bounded few times, each on the kept
-    part only)."""
-    aim = want
-    cut = None
-    for _ in range(3):
-        cut = cut_middle(value, aim, ref, counter, marker, tokens=tokens)
-        if cut is None:
-            return None
-        over = counter.count_text(json.dumps(cut, ensure_ascii=False)) - want
-        if over <= 0 or aim <= 0:
-            break
-        aim = max(aim - over, 0)
-    return cut
-
-
-def _shrink_call(
-    call: ToolCall,
-    need: int,
-    ref: str,
-    counter: TokenCounter,
-    marker: str,
-    least: int,
-    density: float,
-) -> tuple[ToolCall, int]:
-    """``call`` with its longest string values cut in the middle by about ``need`` tokens in
-    all, wherever they sit in the arguments (nested objects, lists: the JSON stays valid), or
-    its arguments cut as text when they are not JSON; and what is still needed after it.
-    ``density`` (tokens per character of the arguments) sizes the large values."""
-    if need <= 0 or not call.arguments:
-        return call, need
-    try:
-        args = json.loads(call.arguments)
-    except ValueError:
-        tokens = _tokens(call.arguments, counter, density)
-        cut = cut_middle(
-            call.arguments, max(tokens - need, least), ref, counter, marker, tokens=tokens
-        )
-        if cut is None:
-            return call, need
-        return ToolCall(call.id, call.name, cut), need - (tokens - counter.count_text(cut))
-    changed = False
-    for path, value in sorted(_leaves(args), key=lambda item: -len(item[1])):
-        if need <= 0 or len(value) < 2:
-            break
-        # Sized as it stands in the JSON (escapes and quotes count too), so that the cuts
-        # together save what is needed, not a token per escaped character less.
-        tokens = _tokens(json.dumps(value, ensure_ascii=False), counter, density)
-        cut = _cut_leaf(value, max(tokens - need, least), ref, counter, marker, tokens)
-        if cut is not None:
-            need -= tokens - counter.count_text(json.dumps(cut, ensure_ascii=False))
-            args = _put(args, path, cut)
-            changed = True
-    if not changed:
-        return call, need
-    return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need
 
 
 def _was_cut(message: Message) -> bool:
