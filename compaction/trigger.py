@@ -45,9 +45,9 @@ The contract, and why it is shaped like this:
 - **Compacting aims at** ``compact_to * window`` minus what the tool schemas take, since the
   schemas travel with every request; **the window is the hard limit** (less the schemas):
   protected content (the task, the person's words, the newest step, the system prompt) is cut
-  only to fit the window, never to reach the aim (see ``docs/limits.md``). When the provider counts the conversation bigger than
-  the local counter does, that target is scaled down by the same ratio, since the pipeline
-  measures locally.
+  only to fit the window, never to reach the aim (see ``docs/limits.md``). When the provider
+  counts the conversation bigger than the local counter does, the target and the limit are
+  scaled down by the same ratio, since the pipeline measures locally.
 - **Compaction never kills the turn.** If the pipeline raises (also a ``strict`` pipeline, or
   input the pipeline refuses as invalid), :data:`compaction.events.failed` is sent with the
   compactor as sender and the uncompacted messages are returned. ``strict`` is for running a
