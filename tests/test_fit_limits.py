@@ -247,3 +247,18 @@ def _shape(value: object) -> object:
 
 def _counts(messages: Sequence[Message], counter: TokenCounter) -> list[int]:
     return [counter.count(m) for m in messages]
+
+
+def test_a_cut_note_stays_a_note_and_never_becomes_the_task():
+    from compaction.strategies.sliding_window import SlidingWindow
+    from compaction.transcript import is_note, parse
+
+    msgs = [system("s"), user("demo " * 10, meta={"synthetic": True}), user("the real task")]
+    for n in range(6):
+        msgs += step(n, f"Traceback ...\nValueError: {n}\n" + "src/app.py line\n" * 60)
+    dropped = SlidingWindow().compact(msgs, target=600, counter=COUNTER).messages
+    assert any(is_note(m) for m in dropped)
+    out = Fit().compact(dropped, target=120, counter=COUNTER).messages
+    t = parse(out)
+    assert out[t.groups[t.task].start].content.startswith("the real task")
+    assert [m for m in out if is_note(m)]  # the note, cut or not, is still a note
