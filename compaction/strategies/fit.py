@@ -8,16 +8,17 @@ head and tail (the head holds the request, the tail the error or the conclusion)
 A run has two sizes (issue 19): the **target**, where compaction aims, and the **hard limit**,
 what the request must fit (the window less what the reply needs; a plain ``compact(target=...)``
 has the target as its limit). What is droppable aims at the target; what is protected (the
-system prompt, the task, the newest request, what the policy protects, pinned messages and the
-newest step) is cut only while the request is over the limit. In this order, each only as far
+system prompt, the task, the newest request, what the policy protects, pinned messages, the
+notes that name what was dropped, and the newest step) is cut only while the request is over
+the limit. In this order, each only as far
 as still needed, and each group through every pass before the next is touched:
 
 1. what is not protected, down to the target: tool outputs, largest first, then the rest;
 2. the system prompt, only when it alone is over the limit (or an earlier run cut it);
 3. the newest tool output, down to the limit: it always keeps its head and tail;
-4. every other protected message but the task (contents, then the longest string values
-   anywhere in tool-call arguments, so the JSON stays valid; arguments that are not JSON are
-   cut as text);
+4. every other protected message but the task, notes included (contents, then the longest
+   string values anywhere in tool-call arguments, so the JSON stays valid; arguments that are
+   not JSON are cut as text);
 5. the task, down to ``task_share`` of the limit, then to its head and tail (``task_min_tokens``).
 
 Each cut is marked in the text with how much was cut and the recall id of the original (a
@@ -287,10 +288,12 @@ class Fit(Strategy):
 
 def _guarded(t: Transcript) -> frozenset[int]:
     """Indices of the messages cut only down to the hard limit: the system block, every
-    protected group (the task, the newest request, what the policy protects, pinned) and the
-    newest step (what the model acts on next)."""
+    protected group (the task, the newest request, what the policy protects, pinned), the
+    notes and the newest step (what the model acts on next)."""
     found = set(range(t.system_end))
-    groups = [t.groups[g] for g in t.protected]
+    # Notes too: a note is what is left of everything dropped (the ledger), the last trace
+    # of it in the prompt; emptying it to reach the aim would make dropping silent.
+    groups = [t.groups[g] for g in t.protected] + [g for g in t.groups if g.kind == "note"]
     steps = [g for g in t.groups if g.kind == "step"]
     if steps and steps[-1] is t.groups[-1]:
         groups.append(steps[-1])
