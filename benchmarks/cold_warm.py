@@ -39,8 +39,13 @@ def _floor_once(messages: Sequence[Message]) -> tuple[float, int]:
 
 
 def _ladder_once(messages: Sequence[Message], target: int) -> tuple[float, Any, int]:
+    # The default ladder, as every integration and the CLI run it: the free layers, the
+    # offline summary and the last resort, whose cut must cost no more than reading the
+    # conversation once (it is the only layer that runs on some files).
+    from compaction.ladder import default_pipeline
+
     counter = TiktokenCounter()
-    pipeline = free_ladder(counter)
+    pipeline = default_pipeline(counter=counter)
     seconds, result = timed(lambda: pipeline.compact(messages, target=target, counter=counter))
     return seconds, result, counter.encoded
 
@@ -97,7 +102,8 @@ def _group(name: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def cold_ladder(cases: Sequence[Case], concat: Case | None, repeats: int) -> dict[str, Any]:
-    """The counting floor and the cold free ladder to 40% on every transcript and the concat."""
+    """The counting floor and the cold default ladder to 40% on every transcript and the
+    concat."""
     rows = []
     for i, case in enumerate(cases):
         rows.append(cold_case(case, repeats))

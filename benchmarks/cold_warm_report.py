@@ -19,7 +19,8 @@ def _cold(cold: dict[str, Any] | None, skipped: str | None) -> list[str]:
         "## Counting floor and cold ladder",
         "",
         "Floor: one pass of a new `TiktokenCounter` (cold cache) over the conversation. Cold "
-        "ladder: `ToolResults` → `SlidingWindow` down to 40% of the size, with a new counter, "
+        "ladder: the default ladder (`ToolResults` → `SlidingWindow` → `Summary` with the "
+        "offline extractive summariser → `Fit`) down to 40% of the size, with a new counter, "
         "so its time includes all of its own counting plus input validation. Ratio = ladder / "
         "floor, both medians of interleaved runs.",
         "",

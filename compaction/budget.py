@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["Budget", "resolve_target"]
+__all__ = ["Budget", "resolve_limit", "resolve_target"]
 
 
 def _int(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -54,3 +54,26 @@ def resolve_target(target: int | Budget) -> int:
     if target <= 0:
         raise ValueError(f"target must be a positive number of tokens, got {target}")
     return target
+
+
+def resolve_limit(limit: int | Budget | None, target: int) -> int:
+    """The hard limit ``limit`` stands for, given the run's resolved ``target``.
+
+    A run has two sizes: the target, where droppable content aims, and the hard limit, what
+    the request must fit (a model's window less its reserve). Protected content is cut only
+    down to the limit. None means the target itself (a plain ``compact(target=...)`` promises
+    nothing bigger); a limit below the target is a mistake the caller must hear about, since
+    the target would then promise a request that cannot be sent.
+    """
+    if limit is None:
+        return target
+    try:
+        value = resolve_target(limit)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("target", "limit", 1)) from None
+    if value < target:
+        raise ValueError(
+            f"limit ({value}) must be at least the target ({target}): the limit is what the "
+            "request must fit, the target where compaction aims below it"
+        )
+    return value

@@ -19,7 +19,7 @@ import attrs
 
 from . import events
 from ._log import log
-from .budget import Budget, resolve_target
+from .budget import Budget, resolve_limit, resolve_target
 from .checks import check_labels
 from .messages import Message
 from .result import Applied, CompactionResult, Declined
@@ -55,6 +55,15 @@ class Run:
     reported: BaseException | None = None
     #: How many layers the run is inside now: the position of the next layer entered.
     depth: int = 0
+    #: The hard limit the request must fit (>= ``target``; 0 means the target itself).
+    #: Layers are asked only while over target; a strategy that cuts protected content (one
+    #: whose ``rewrite`` takes ``limit=``) cuts it only down to this.
+    hard_limit: int = 0
+
+    @property
+    def limit(self) -> int:
+        """The hard limit: what the request must fit (the target unless a bigger one was given)."""
+        return self.hard_limit or self.target
 
     @property
     def over(self) -> bool:
@@ -70,6 +79,7 @@ class Run:
             applied=tuple(self.applied),
             declined=tuple(self.declined),
             seconds=seconds,
+            limit=self.limit,
         )
 
 
@@ -106,28 +116,31 @@ def _start(
     counter: TokenCounter | None,
     labels: Mapping[str, Any] | None,
     strict: bool,
+    hard: int | Budget | None = None,
 ) -> Run:
     # All checks happen before any work: nothing half-compacted is ever returned.
-    limit = resolve_target(target)
+    aim = resolve_target(target)
+    hard_limit = resolve_limit(hard, aim)
     msgs = check_messages(messages)
     if counter is not None and not isinstance(counter, TokenCounter):
         raise TypeError(f"counter must be a TokenCounter, got {type(counter).__name__}")
     validate(msgs)
     counter = counter or default_counter()
     tokens = counter.count_messages(msgs)
-    run = Run(msgs, tokens, limit, counter, check_labels(labels), strict)
+    run = Run(msgs, tokens, aim, counter, check_labels(labels), strict, hard_limit=hard_limit)
     # ``started`` fires for every run, with the same keyword arguments as ever (receivers with
     # fixed signatures must keep working): ``tokens > target`` says whether there is anything to
     # do. A count of compactions reads ``changed`` on ``compacted`` instead.
     log.debug(
         "compaction.started",
         tokens=tokens,
-        target=limit,
+        target=aim,
+        limit=hard_limit,
         messages=len(msgs),
         over=run.over,
         labels=run.labels,
     )
-    events.started.send(sender, tokens=tokens, target=limit, messages=len(msgs), labels=run.labels)
+    events.started.send(sender, tokens=tokens, target=aim, messages=len(msgs), labels=run.labels)
     return run
 
 
@@ -143,6 +156,7 @@ def _finish(sender: Any, run: Run, before: int, started: float, ok: bool) -> Com
             before=before,
             after=result.after,
             target=result.target,
+            limit=result.limit,
             applied=[a.strategy for a in result.applied],
             changed=result.changed,
             seconds=round(seconds, 6),
@@ -211,10 +225,11 @@ def execute(
     counter: TokenCounter | None = None,
     labels: Mapping[str, Any] | None = None,
     strict: bool = False,
+    limit: int | Budget | None = None,
 ) -> CompactionResult:
     """Run ``layers`` over ``messages`` (``sender`` is the sender of the run's events)."""
     started = time.monotonic()
-    run = _start(sender, messages, target, counter, labels, strict)
+    run = _start(sender, messages, target, counter, labels, strict, limit)
     before = run.tokens
     token = _labels.set(run.labels)
     try:
@@ -237,10 +252,11 @@ async def aexecute(
     counter: TokenCounter | None = None,
     labels: Mapping[str, Any] | None = None,
     strict: bool = False,
+    limit: int | Budget | None = None,
 ) -> CompactionResult:
     """Async twin of :func:`execute`: awaits layers that do I/O instead of blocking."""
     started = time.monotonic()
-    run = _start(sender, messages, target, counter, labels, strict)
+    run = _start(sender, messages, target, counter, labels, strict, limit)
     before = run.tokens
     token = _labels.set(run.labels)
     try:

@@ -271,15 +271,18 @@ def _anthropic_block(block: Any, count_text: Callable[[str], int]) -> int:
 def media_tokens(meta: Mapping[str, Any], content: str, count_text: Callable[[str], int]) -> int:
     """Tokens of the non-text parts a message carries in ``meta`` (0 when it has none).
 
-    Parts are counted only while the message still holds the text they were read with: a
-    message a strategy rewrote is written out from its new text, without them.
+    Parts are counted while the message still holds the text they were read with, or is a
+    cut of it (kind ``"truncated"``: the adapters write its parts back beside the cut text); a
+    message a strategy otherwise rewrote is written out from its new text, without them.
     """
     total = 0
+    provenance = meta.get("compaction")
+    cut = isinstance(provenance, Mapping) and provenance.get("kind") == "truncated"
     for key in ("openai", "responses"):  # chat-completions parts, Responses API parts
         record = meta.get(key)
         if isinstance(record, Mapping):
             parts = record.get("parts")
-            if isinstance(parts, list) and content == record.get("parts_text"):
+            if isinstance(parts, list) and (cut or content == record.get("parts_text")):
                 total += sum(_openai_part(p) for p in parts)
     described = meta.get("media")  # the framework converters' descriptors
     if isinstance(described, Mapping) and content == described.get("text"):
@@ -287,7 +290,7 @@ def media_tokens(meta: Mapping[str, Any], content: str, count_text: Callable[[st
         if isinstance(parts, list):
             total += sum(_described(p) for p in parts)
     anthropic = meta.get("anthropic")
-    if isinstance(anthropic, Mapping) and content == anthropic.get("text"):
+    if isinstance(anthropic, Mapping) and (cut or content == anthropic.get("text")):
         blocks = anthropic.get("blocks")
         if isinstance(blocks, list):
             total += sum(_anthropic_block(b, count_text) for b in blocks)

@@ -146,8 +146,15 @@ class CompactionPipeline:
         target: int | Budget,
         counter: TokenCounter | None = None,
         labels: Mapping[str, Any] | None = None,
+        limit: int | Budget | None = None,
     ) -> CompactionResult:
         """Shrink ``messages`` to ``target`` tokens, as cheaply as the ladder allows.
+
+        ``limit`` is the hard limit the request must fit (default: the target; an int or a
+        :class:`Budget`, at least the target): layers are asked while the conversation is over
+        ``target``, and a layer that cuts protected content (one whose ``rewrite`` takes
+        ``limit=``) cuts it only down to ``limit``. Pass the model's window (less what its
+        answer needs) so that what the agent was told is cut only when the window demands it.
 
         ``labels`` are passed to every event (for tagging metrics). The input is never
         modified; when nothing was taken, ``result.messages`` holds the same messages.
@@ -160,6 +167,7 @@ class CompactionPipeline:
             counter=self.counter if counter is None else counter,
             labels=labels,
             strict=self.strict,
+            limit=limit,
         )
 
     async def acompact(
@@ -169,6 +177,7 @@ class CompactionPipeline:
         target: int | Budget,
         counter: TokenCounter | None = None,
         labels: Mapping[str, Any] | None = None,
+        limit: int | Budget | None = None,
     ) -> CompactionResult:
         """The same ladder, awaiting strategies that do I/O (summarisers) instead of blocking."""
         return await aexecute(
@@ -179,4 +188,5 @@ class CompactionPipeline:
             counter=self.counter if counter is None else counter,
             labels=labels,
             strict=self.strict,
+            limit=limit,
         )

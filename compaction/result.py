@@ -45,7 +45,9 @@ class CompactionResult:
     """The outcome of one run.
 
     ``messages`` is the conversation to send (the input itself, unchanged, when nothing was
-    taken). ``before``/``after`` are token counts by the run's counter; ``target`` the limit.
+    taken). ``before``/``after`` are token counts by the run's counter; ``target`` where the
+    run aimed; ``limit`` the hard limit the request must fit (the target unless the caller gave
+    a bigger one: a window), which protected content is never cut below.
     """
 
     messages: tuple[Message, ...]
@@ -55,6 +57,7 @@ class CompactionResult:
     applied: tuple[Applied, ...] = ()
     declined: tuple[Declined, ...] = ()
     seconds: float = 0.0
+    limit: int | None = None
 
     @property
     def changed(self) -> bool:
@@ -65,6 +68,11 @@ class CompactionResult:
     def fits(self) -> bool:
         """True when the result is within the target."""
         return self.after <= self.target
+
+    @property
+    def within_limit(self) -> bool:
+        """True when the result is within the hard limit (the target when none was given)."""
+        return self.after <= (self.target if self.limit is None else self.limit)
 
     @property
     def saved(self) -> int:

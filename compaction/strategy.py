@@ -56,17 +56,29 @@ class Capabilities:
     deterministic: bool = True
 
 
-def _takes_counter(method: Callable[..., Any]) -> bool:
-    """Whether ``method`` accepts ``counter=`` (by name, or through ``**kwargs``)."""
+def _takes(method: Callable[..., Any], name: str, *, default: bool = True) -> bool:
+    """Whether ``method`` accepts the keyword ``name`` (by name, or through ``**kwargs``);
+    ``default`` when its signature cannot be read (a C callable)."""
     try:
         params = inspect.signature(method).parameters.values()
-    except (TypeError, ValueError):  # a C callable: assume the documented signature
-        return True
+    except (TypeError, ValueError):
+        return default
     return any(
         p.kind is p.VAR_KEYWORD
-        or (p.name == "counter" and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
+        or (p.name == name and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
         for p in params
     )
+
+
+def _takes_counter(method: Callable[..., Any]) -> bool:
+    """Whether ``method`` accepts ``counter=`` (by name, or through ``**kwargs``)."""
+    return _takes(method, "counter")
+
+
+def _takes_limit(method: Callable[..., Any]) -> bool:
+    """Whether ``method`` accepts ``limit=``: only a strategy that asks for the hard limit gets
+    it, so every ``rewrite`` written before there were two limits keeps working unchanged."""
+    return _takes(method, "limit", default=False)
 
 
 class Strategy:
@@ -75,8 +87,13 @@ class Strategy:
     ``rewrite(messages, *, target)`` answers a new, smaller sequence of messages, or None to
     decline (seed 004's signature). A subclass whose ``rewrite`` also takes ``counter`` gets the
     run's :class:`~compaction.tokens.TokenCounter`, and may use it freely: counts are cached,
-    so asking again costs a dictionary lookup. A strategy that spends I/O also overrides
-    :meth:`arewrite`, so the async pipeline awaits it instead of blocking the event loop.
+    so asking again costs a dictionary lookup. One whose ``rewrite`` takes ``limit`` gets the
+    run's hard limit (at least ``target``): what the request must fit, as opposed to where it
+    aims. Only a layer that cuts protected content needs it (the last resort cuts protected
+    content only down to the limit); such a layer may answer a conversation over target but
+    within the limit, and it is taken, as any answer, only when smaller. A strategy that spends
+    I/O also overrides :meth:`arewrite`, so the async pipeline awaits it instead of blocking
+    the event loop.
 
     A subclass without a ``name`` is a TypeError when it is defined (its work would be recorded
     under ``''``); an abstract intermediate base says so with ``abstract=True``::
@@ -91,11 +108,15 @@ class Strategy:
     # defined, not on every call (a signature lookup per call would cost more than a rewrite).
     _rewrite_takes_counter: ClassVar[bool] = True
     _arewrite_takes_counter: ClassVar[bool] = True
+    _rewrite_takes_limit: ClassVar[bool] = False
+    _arewrite_takes_limit: ClassVar[bool] = False
 
     def __init_subclass__(cls, *, abstract: bool = False, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls._rewrite_takes_counter = _takes_counter(cls.rewrite)
         cls._arewrite_takes_counter = _takes_counter(cls.arewrite)
+        cls._rewrite_takes_limit = _takes_limit(cls.rewrite)
+        cls._arewrite_takes_limit = _takes_limit(cls.arewrite)
         if abstract:
             return
         name = getattr(cls, "name", None)
@@ -122,18 +143,35 @@ class Strategy:
         return self._rewrite(messages, target, counter)
 
     def _rewrite(
-        self, messages: tuple[Message, ...], target: int, counter: TokenCounter
+        self,
+        messages: tuple[Message, ...],
+        target: int,
+        counter: TokenCounter,
+        limit: int | None = None,
     ) -> Sequence[Message] | None:
+        kwargs: dict[str, Any] = {"target": target}
         if self._rewrite_takes_counter:
-            return self.rewrite(messages, target=target, counter=counter)
-        return cast(Any, self.rewrite)(messages, target=target)
+            kwargs["counter"] = counter
+        if self._rewrite_takes_limit and limit is not None:
+            kwargs["limit"] = limit
+        return cast(Any, self.rewrite)(messages, **kwargs)
 
     async def _arewrite(
-        self, messages: tuple[Message, ...], target: int, counter: TokenCounter
+        self,
+        messages: tuple[Message, ...],
+        target: int,
+        counter: TokenCounter,
+        limit: int | None = None,
     ) -> Sequence[Message] | None:
+        if type(self).arewrite is Strategy.arewrite:
+            # Not overridden: the same CPU-bound rewrite, with the hard limit if it takes one.
+            return self._rewrite(messages, target, counter, limit)
+        kwargs: dict[str, Any] = {"target": target}
         if self._arewrite_takes_counter:
-            return await self.arewrite(messages, target=target, counter=counter)
-        return await cast(Any, self.arewrite)(messages, target=target)
+            kwargs["counter"] = counter
+        if self._arewrite_takes_limit and limit is not None:
+            kwargs["limit"] = limit
+        return await cast(Any, self.arewrite)(messages, **kwargs)
 
     # -- the seed-000 protocol, with defaults --------------------------------------------------
 
@@ -156,9 +194,12 @@ class Strategy:
         target: int | Budget,
         *,
         counter: TokenCounter | None = None,
+        limit: int | Budget | None = None,
     ) -> tuple[Message, ...]:
         """Run this strategy on its own, under the same rules as in a ladder."""
-        return self.compact(messages, target=target, counter=counter).messages
+        if limit is None:  # a subclass's own ``compact`` may predate the hard limit
+            return self.compact(messages, target=target, counter=counter).messages
+        return self.compact(messages, target=target, counter=counter, limit=limit).messages
 
     def compact(
         self,
@@ -166,11 +207,13 @@ class Strategy:
         *,
         target: int | Budget,
         counter: TokenCounter | None = None,
+        limit: int | Budget | None = None,
     ) -> CompactionResult:
-        """Like :meth:`apply`, but answers the full :class:`CompactionResult`."""
+        """Like :meth:`apply`, but answers the full :class:`CompactionResult`. ``limit``: the
+        hard limit (default: the target), as for :meth:`CompactionPipeline.compact`."""
         # The engine runs a ladder of one; the pipeline (which builds on this module) is not
         # needed for that, so this module never imports it.
-        return execute(self, (self,), messages, target=target, counter=counter)
+        return execute(self, (self,), messages, target=target, counter=counter, limit=limit)
 
     async def acompact(
         self,
@@ -178,9 +221,10 @@ class Strategy:
         *,
         target: int | Budget,
         counter: TokenCounter | None = None,
+        limit: int | Budget | None = None,
     ) -> CompactionResult:
         """Async twin of :meth:`compact`."""
-        return await aexecute(self, (self,), messages, target=target, counter=counter)
+        return await aexecute(self, (self,), messages, target=target, counter=counter, limit=limit)
 
     # -- the rules, kept once ------------------------------------------------------------------
 
@@ -192,7 +236,7 @@ class Strategy:
             if asked:
                 started = time.monotonic()
                 try:
-                    answer = self._rewrite(run.messages, run.target, run.counter)
+                    answer = self._rewrite(run.messages, run.target, run.counter, run.limit)
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
@@ -213,7 +257,7 @@ class Strategy:
             if asked:
                 started = time.monotonic()
                 try:
-                    answer = await self._arewrite(run.messages, run.target, run.counter)
+                    answer = await self._arewrite(run.messages, run.target, run.counter, run.limit)
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:

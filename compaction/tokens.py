@@ -113,6 +113,18 @@ class CachingCounter:
         count = self.count
         return sum(count(m) for m in messages)
 
+    def head_end(self, text: str, n: int) -> int | None:
+        """Where the first ``n`` tokens of ``text`` end (a character offset), or None when
+        this counter cannot tell without counting candidates (a cut then estimates from the
+        text's density and checks). A cut in the middle of a long text is found from one
+        encoding of the part kept, never by re-encoding the whole text per guess."""
+        return None
+
+    def tail_start(self, text: str, n: int) -> int | None:
+        """Where the last ``n`` tokens of ``text`` start (a character offset), or None (see
+        :meth:`head_end`)."""
+        return None
+
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
         """Tokens the tool schemas take in a request (their JSON text, as the provider sees it)."""
         if not tools:
@@ -139,6 +151,13 @@ class ApproximateCounter(CachingCounter):
 
     def count_text(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token) if text else 0
+
+    def head_end(self, text: str, n: int) -> int:
+        # ceil(k / cpt) <= n exactly when k <= n * cpt: arithmetic, nothing to encode.
+        return min(len(text), max(math.floor(n * self.chars_per_token), 0))
+
+    def tail_start(self, text: str, n: int) -> int:
+        return len(text) - self.head_end(text, n)
 
     def __repr__(self) -> str:
         return f"ApproximateCounter(chars_per_token={self.chars_per_token})"
@@ -267,6 +286,47 @@ class TiktokenCounter(CachingCounter):
                 total += self._encode_safely(text[i : min(i + self.max_run, run_end)])
             start = run_end
         return total + self._encode_safely(text[start:])
+
+    def _offsets(self, piece: str) -> list[int] | None:
+        """Character offsets where each token of ``piece`` starts, from one encoding; None
+        when tiktoken cannot encode it whole (the caller then estimates)."""
+        if len(piece) >= self.max_run and _long_runs(piece, self.max_run):
+            return None  # counted in pieces: its tokens are not one encoding's
+        try:
+            tokens = self._encode(piece)
+        except BaseException as exc:
+            if not _is_panic(exc):
+                raise
+            return None
+        _, offsets = self._encoding.decode_with_offsets(tokens)
+        return list(offsets)
+
+    def _edge(self, text: str, n: int, *, tail: bool) -> int | None:
+        if n <= 0:
+            return len(text) if tail else 0
+        # Encode only a window a little wider than ``n`` tokens from the edge (doubled while
+        # it holds fewer): the cost follows what is kept, not the size of the text.
+        span = n * 6 + 64
+        while True:
+            span = min(span, len(text))
+            piece = text[len(text) - span :] if tail else text[:span]
+            offsets = self._offsets(piece)
+            if offsets is None:
+                return None
+            if len(offsets) > n + (1 if tail else 0):
+                if tail:
+                    # The window's first token may be a fragment; the last n are whole.
+                    return len(text) - span + offsets[len(offsets) - n]
+                return offsets[n]
+            if span == len(text):
+                return 0 if tail else len(text)
+            span *= 2
+
+    def head_end(self, text: str, n: int) -> int | None:
+        return self._edge(text, n, tail=False)
+
+    def tail_start(self, text: str, n: int) -> int | None:
+        return self._edge(text, n, tail=True)
 
     def _encode_safely(self, text: str) -> int:
         if not text:

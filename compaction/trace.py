@@ -97,22 +97,31 @@ def cut_middle(
 ) -> str | None:
     """``text`` with its middle cut so that it counts about ``want`` tokens at most, head and
     tail kept around ``marker`` (formatted with ``cut`` and ``ref``); None when no cut makes it
-    smaller. ``tokens`` is what ``text`` counts, when known (it saves encoding it): the cut is
-    sized from the text's own density and checked by counting only the shorter candidate."""
+    smaller. ``tokens`` is what ``text`` counts, when known (it saves encoding it).
+
+    The cut points come from the counter's token offsets when it has them (``head_end`` and
+    ``tail_start``: one encoding of the part kept, whatever the size of the text); otherwise
+    the cut is sized from the text's own density. Either way only the shorter candidate is
+    counted, a bounded few times."""
     if tokens is None:
         tokens = counter.count_text(text)
     if tokens <= want or len(text) < 2:
         return None
     room = max(want - counter.count_text(marker.format(cut=len(text), ref=ref)), 0)
-    kept = min(len(text) - 1, len(text) * room // max(tokens, 1))
+    head_end = getattr(counter, "head_end", None)
+    tail_start = getattr(counter, "tail_start", None)
     for _ in range(6):
-        shown = marker.format(cut=len(text) - kept, ref=ref)
-        head = kept - kept // 2
-        candidate = text[:head] + shown + text[len(text) - kept // 2 :]
+        a = b = None
+        if head_end is not None and tail_start is not None:
+            a, b = head_end(text, room - room // 2), tail_start(text, room // 2)
+        if a is None or b is None or a > b:
+            kept = min(len(text) - 1, len(text) * room // max(tokens, 1))
+            a, b = kept - kept // 2, len(text) - kept // 2
+        candidate = text[:a] + marker.format(cut=b - a, ref=ref) + text[b:]
         cost = counter.count_text(candidate)
-        if cost <= want or kept == 0:
+        if cost <= want or room == 0:
             return candidate if cost < tokens and len(candidate) < len(text) else None
-        kept = max(kept * want // max(cost, 1) - 1, 0)
+        room = max(room - (cost - want) - 1, 0)
     return None
 
 

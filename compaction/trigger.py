@@ -48,9 +48,11 @@ The contract, and why it is shaped like this:
   has grown by that minimum saving, so a ladder that cannot help (or a summariser that costs
   money) is not paid again on every call.
 - **Compacting aims at** ``compact_to * window`` minus what the tool schemas take, since the
-  schemas travel with every request. When the provider counts the conversation bigger than
-  the local counter does, that target is scaled down by the same ratio, since the pipeline
-  measures locally.
+  schemas travel with every request; **the window is the hard limit** (less the schemas):
+  protected content (the task, the person's words, the newest step, the system prompt) is cut
+  only to fit the window, never to reach the aim (see ``docs/limits.md``). When the provider
+  counts the conversation bigger than the local counter does, the target and the limit are
+  scaled down by the same ratio, since the pipeline measures locally.
 - **Compaction never kills the turn.** If the pipeline raises (also a ``strict`` pipeline, or
   input the pipeline refuses as invalid), :data:`compaction.events.failed` is sent with the
   compactor as sender and the uncompacted messages are returned. ``strict`` is for running a
@@ -227,6 +229,17 @@ class Compactor(_ConversationView):
         stats.anchored = plan.anchored
         return request
 
+    def _limit(self, plan: _Plan) -> int:
+        """The hard limit of a run: the window less the tool schemas, in local tokens (scaled
+        down, like the target, when the provider counts this conversation bigger than we do).
+        Protected content (the task, the person's words, the newest step) is cut only to fit
+        this, never to reach ``compact_to``."""
+        room = self.window - self.tool_tokens
+        local = plan.tokens + self.tool_tokens
+        if plan.anchored and plan.estimate > local > 0:
+            room = math.floor(self.window * local / plan.estimate) - self.tool_tokens
+        return max(room, plan.target)
+
     def _back_off(self, size: int) -> None:
         self._retry_at = size + max(self.min_saving_tokens, 1)
 
@@ -249,11 +262,12 @@ class Compactor(_ConversationView):
         # The anchor measured a conversation that no longer exists.
         self._anchor = None
         plan.since = 0
-        if not result.fits:
+        if not result.within_limit:
             log.warning(
                 "trigger.over_target",
                 after=result.after,
                 target=result.target,
+                limit=result.limit,
                 window=self.window,
                 labels=plan.labels,
             )
@@ -292,7 +306,11 @@ class Compactor(_ConversationView):
         started = time.monotonic()
         try:
             result = self.pipeline.compact(
-                plan.request, target=plan.target, counter=self.counter, labels=plan.labels
+                plan.request,
+                target=plan.target,
+                limit=self._limit(plan),
+                counter=self.counter,
+                labels=plan.labels,
             )
         except Exception as exc:
             return self._failed(plan, exc, started)
@@ -311,7 +329,11 @@ class Compactor(_ConversationView):
         started = time.monotonic()
         try:
             result = await self.pipeline.acompact(
-                plan.request, target=plan.target, counter=self.counter, labels=plan.labels
+                plan.request,
+                target=plan.target,
+                limit=self._limit(plan),
+                counter=self.counter,
+                labels=plan.labels,
             )
         except Exception as exc:
             return self._failed(plan, exc, started)

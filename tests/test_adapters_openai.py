@@ -99,7 +99,11 @@ def test_rewritten_content_is_written_not_the_old_parts():
         messages[5].replace(content="[output cleared]"), strategy="tool_results", kind="placeholder"
     )
     out = to_openai(messages)
-    assert out[2]["content"] == "[image question]"
+    # A cut writes its new text, never the old text parts; its image stays (issue 21.1).
+    assert out[2]["content"] == [
+        {"type": "text", "text": "[image question]"},
+        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+    ]
     assert out[2]["name"] == "ann"
     assert out[5] == {"role": "tool", "tool_call_id": "call_1", "content": "[output cleared]"}
     assert all("compaction" not in d for d in out)  # provenance is not sent to the provider

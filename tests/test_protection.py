@@ -148,7 +148,8 @@ def test_fit_cuts_the_system_prompt_only_when_it_alone_is_over():
     msgs = [system("rule " * 2000), user("hi"), assistant("hello")]
     out = Fit().apply(msgs, 300, counter=COUNTER)
     assert COUNTER.count_messages(out) <= 300
-    assert out[1:] == tuple(msgs[1:]) and provenance(out[0])["kind"] == "truncated"
+    # The task stays whole; what is not protected (the reply) may give before the system does.
+    assert out[1] == msgs[1] and provenance(out[0])["kind"] == "truncated"
 
 
 def test_fit_keeps_tool_call_arguments_valid_json_when_it_cuts_them():
@@ -199,9 +200,13 @@ def test_a_single_tool_output_bigger_than_the_window_is_cut_to_fit():
     call = ToolCall("x", "bash", {"command": "cat big.log"})
     msgs = [system("s"), user("fix it"), assistant("", [call]), tool("x", "line\n" * 50_000)]
     request = compactor.before_call(msgs)
-    assert counter.count_messages(request) <= compactor.target
+    # The newest output is protected: cut only down to the window (the hard limit), not to
+    # compact_to, and it keeps its head and tail.
+    assert compactor.target < counter.count_messages(request) <= compactor.window
     assert request[:3] == tuple(msgs[:3])  # the task and the call, verbatim
-    assert request[3].content.startswith("line\n") and "characters cut" in request[3].content
+    content = request[3].content
+    assert content.startswith("line\n") and "characters cut" in content
+    assert content.endswith("line\n")
     validate(request)
 
 

@@ -52,6 +52,19 @@ def _target(args: Any) -> int:
     return target
 
 
+def _limit(args: Any, target: int) -> int:
+    """The hard limit: what the file must fit. With ``--window`` the window (the target is
+    where compaction aims below it), else the target, unless ``--limit`` says otherwise."""
+    given = getattr(args, "limit", None)
+    limit = given if given is not None else (args.window or target)
+    if limit < target:
+        raise CliError(
+            f"--limit {limit:,} is below the target ({target:,} tokens): the limit is what the "
+            "file must fit, the target where compaction aims below it"
+        )
+    return int(limit)
+
+
 def _steps(names: list[str], result: Any) -> list[dict[str, Any]]:
     """One record per layer, in ladder order: applied, declined (and why) or not reached."""
     applied = list(result.applied)
@@ -98,7 +111,9 @@ def compact_file(source: Source, options: dict[str, Any]) -> tuple[dict[str, Any
     counter = cached("counter", args.counter, args.encoding)
     pipeline = cached("ladder", args.ladder, args.config, args.counter, args.encoding)
     loaded = load(source)
-    result, data, written = fit_written(pipeline, loaded, args.target, counter, args.to)
+    result, data, written = fit_written(
+        pipeline, loaded, args.target, counter, args.to, limit=args.limit
+    )
     dest = destination(args, source, args.single, loaded)
     if dest is not None and same_file(dest, source.path):
         raise CliError(
@@ -107,7 +122,8 @@ def compact_file(source: Source, options: dict[str, Any]) -> tuple[dict[str, Any
         )
     report = _report(source, loaded, result, ladder_names(pipeline), args, counter, dest)
     report.update(
-        target=args.target, tokens_after=written, fits=written <= args.target,
+        target=args.target, limit=args.limit, tokens_after=written,
+        fits=written <= args.limit, reached_target=written <= args.target,
         saved=result.before - written, tokens_after_neutral=result.after,
     )  # fmt: skip
     return report, data
@@ -155,7 +171,9 @@ def _print_single(report: dict[str, Any]) -> None:
         f"{where} ({report['output_format']}, {report['messages_after']} messages)",
         err,
     )
-    say(f"counter: {report['counter']}   target: {report['target']:,} tokens", err)
+    limit = report.get("limit", report["target"])
+    extra = f"   limit: {limit:,} tokens" if limit != report["target"] else ""
+    say(f"counter: {report['counter']}   target: {report['target']:,} tokens{extra}", err)
     if report["tokens_after_neutral"] != report["tokens_after"]:
         say(
             f"counted as written ({report['output_format']}): {report['tokens_after']:,} "
@@ -189,7 +207,9 @@ def _print_single(report: dict[str, Any]) -> None:
             table.add(step["strategy"], "not needed", "", "", "", "")
     table.footer = (
         "total",
-        "fits" if report["fits"] else "OVER TARGET",
+        ("fits" if report["fits"] else "OVER LIMIT")
+        if report.get("limit", report["target"]) != report["target"]
+        else ("fits" if report["fits"] else "OVER TARGET"),
         report["tokens_before"],
         report["tokens_after"],
         report["saved"],
@@ -204,9 +224,11 @@ def _unreached_line(report: dict[str, Any]) -> str:
     written = report["output"]
     where = ("stdout" if written == "-" else written) if written else None
     tail = f"; the best result was written to {where}" if where else ""
+    limit = report.get("limit", report["target"])
+    what = "the target" if limit == report["target"] else "the limit"
     return (
-        f"compaction: could not reach the target for {report['file']}: "
-        f"{report['tokens_after']:,} tokens > {report['target']:,}{tail}"
+        f"compaction: could not reach {what} for {report['file']}: "
+        f"{report['tokens_after']:,} tokens > {limit:,}{tail}"
     )
 
 
@@ -266,7 +288,7 @@ def run(args: Any) -> int:
         k: getattr(args, k)
         for k in ("counter", "encoding", "ladder", "config", "to", "output", "dry_run")
     }
-    options.update(target=target, single=single)
+    options.update(target=target, limit=_limit(args, target), single=single)
 
     reports: list[dict[str, Any]] = []
     written: dict[str, str] = {}

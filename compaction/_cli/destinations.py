@@ -109,21 +109,35 @@ _FIT_ROUNDS = 6
 
 
 def fit_written(
-    pipeline: Any, loaded: Any, target: int, counter: Any, to: str | None
+    pipeline: Any,
+    loaded: Any,
+    target: int,
+    counter: Any,
+    to: str | None,
+    *,
+    limit: int | None = None,
 ) -> tuple[Any, bytes, int]:
-    """Compact so that the file *as written* fits ``target``; answer the result, its bytes and
-    their token count. Each round aims lower by what the shape added last time."""
-    aim = target
+    """Compact so that the file *as written* fits ``target`` (protected content only
+    ``limit``, default the target); answer the result, its bytes and their token count. Each
+    round aims both lower by what the shape added last time."""
+    limit = target if limit is None else limit
+    aim, hard = target, limit
     best: tuple[Any, bytes, int] | None = None
     for _ in range(_FIT_ROUNDS):
-        result = pipeline.compact(loaded.messages, target=aim, counter=counter)
+        result = pipeline.compact(loaded.messages, target=aim, counter=counter, limit=hard)
         data = serialize(result.messages, loaded, to)
         written = _count_written(data, counter)
         if best is None or written < best[2]:
             best = (result, data, written)
-        if written <= target or not result.fits:
+        if written <= target:
             break
-        aim -= max(1, written - target)
+        if result.fits:  # the ladder reached its aim: the shape added the rest
+            shift = written - target
+        elif result.within_limit and written > limit:  # within the limit until written
+            shift = written - limit
+        else:  # the ladder could do no better (or protected content took what it may)
+            break
+        aim, hard = aim - max(1, shift), hard - max(1, shift)
         if aim <= 0:
             break
     assert best is not None

@@ -213,6 +213,14 @@ def build_parser() -> Parser:
         help="with --window: target = R x window (default 0.4)",
     )
     compact.add_argument(
+        "--limit",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="the hard limit the file must fit (default: the window with --window, else the "
+        "target); the task, the newest step and the system prompt are cut only to fit it",
+    )
+    compact.add_argument(
         "--to", choices=("openai", "anthropic"), help="output shape (default: the input's)"
     )
     compact.add_argument(

@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 from ..messages import Message, ToolCall
 from . import AdapterError
 from ._coerce import is_model, plain, plain_blocks
+from ._parts import is_cut, with_text
 from .ids import anthropic_id
 from .openai import META_KEY as OPENAI_META_KEY
 from .rekey import rekey
@@ -262,7 +263,9 @@ def _tool_block(message: Message) -> dict[str, Any]:
     ):
         return copy.deepcopy(dict(block))
     out = {k: copy.deepcopy(v) for k, v in (block or {}).items() if k != "content"}
-    out.update(type="tool_result", tool_use_id=message.tool_call_id, content=message.content)
+    kept = _cut_blocks((block or {}).get("content"), message)
+    content: Any = kept if kept is not None else message.content
+    out.update(type="tool_result", tool_use_id=message.tool_call_id, content=content)
     return out
 
 
@@ -303,11 +306,28 @@ def _blocks_from_parts(parts: Sequence[Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _is_text_block(block: Any) -> bool:
+    return isinstance(block, Mapping) and block.get("type") == "text"
+
+
+def _cut_blocks(blocks: Any, message: Message) -> list[dict[str, Any]] | None:
+    """The blocks of a message whose text was cut: its images and documents kept beside the
+    cut text."""
+    if not is_cut(message) or not isinstance(blocks, list):
+        return None
+    return with_text(
+        copy.deepcopy(blocks), message.content, _is_text_block, lambda t: _text_block(t)[0]
+    )
+
+
 def _user_content(message: Message) -> str | list[dict[str, Any]]:
     record = _record(message)
     blocks = record.get("blocks")
     if blocks is not None and message.content == record.get("text"):
         return copy.deepcopy(blocks)
+    kept = _cut_blocks(blocks, message)
+    if kept is not None:
+        return kept
     # Read from OpenAI with content parts (images...): carry them over, not just their text.
     openai = message.meta.get(OPENAI_META_KEY)
     if (

@@ -16,6 +16,7 @@ from typing import Any, Final
 from ..messages import Message, ToolCall
 from . import AdapterError
 from ._coerce import first_choice, is_model, plain, plain_blocks
+from ._parts import is_cut, with_text
 from .rekey import rekey
 
 __all__ = ["META_KEY", "from_openai", "to_openai"]
@@ -169,6 +170,19 @@ def _fresh_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     ]
 
 
+def _is_text_part(part: Any) -> bool:
+    return isinstance(part, Mapping) and part.get("type") == "text"
+
+
+def _cut_parts(parts: Any, message: Message) -> list[Any] | None:
+    """The parts of a message whose text was cut: its images kept beside the cut text."""
+    if not is_cut(message) or not isinstance(parts, list):
+        return None
+    return with_text(
+        copy.deepcopy(parts), message.content, _is_text_part, lambda t: {"type": "text", "text": t}
+    )
+
+
 def message_to_openai(message: Message) -> dict[str, Any]:
     """One :class:`Message` as an OpenAI message dict."""
     record = _record(message)
@@ -179,8 +193,11 @@ def message_to_openai(message: Message) -> dict[str, Any]:
 
     parts = record.get("parts")
     content: Any
+    kept = _cut_parts(parts, message) if parts is not None else None
     if parts is not None and message.content == record.get("parts_text"):
         content = copy.deepcopy(parts)
+    elif kept is not None:
+        content = kept
     elif message.content == "" and (
         record.get("null_content") or (message.tool_calls and not record)
     ):

@@ -23,6 +23,7 @@ text; images and files in user messages are counted by :mod:`compaction.media`.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
@@ -30,6 +31,7 @@ from typing import Any, Final
 from ..messages import Message, ToolCall
 from . import AdapterError
 from ._coerce import plain
+from ._parts import is_cut, with_text
 
 __all__ = ["META_KEY", "from_responses", "to_responses"]
 
@@ -231,6 +233,17 @@ def _person(message: Message, record: Mapping[str, Any]) -> Any:
     if raw is not None and message.content == record.get("text") and not isinstance(raw, str):
         return raw
     role = record.get("role", message.role)
+    parts = record.get("parts")
+    if is_cut(message) and isinstance(parts, list):
+        # A cut keeps its images and files beside the cut text.
+        kept = with_text(
+            copy.deepcopy(parts),
+            message.content,
+            lambda p: isinstance(p, Mapping) and p.get("type") in _TEXT_PARTS,
+            lambda t: {"type": "input_text", "text": t},
+        )
+        if kept is not None:
+            return {"role": role, "content": kept}
     return {"role": role, "content": message.content}
 
 

@@ -33,6 +33,7 @@ from langchain_core.messages import (
 )
 
 from ..adapters import AdapterError
+from ..adapters._parts import is_cut, with_text
 from ..media_parts import KEY as MEDIA_KEY
 from ..media_parts import describe_block, media_meta
 from ..messages import Message, ToolCall
@@ -225,8 +226,18 @@ def message_to_langchain(message: Message) -> BaseMessage:
     same_calls = _call_keys(message.tool_calls) == list(record.get("calls", ()))
     if message.content == record.get("text") and same_calls:
         return original
+    content: Any = message.content
+    if is_cut(message) and isinstance(original.content, list):
+        # A cut keeps its images and files beside the cut text.
+        kept = with_text(
+            list(original.content),
+            message.content,
+            lambda p: isinstance(p, str) or (isinstance(p, Mapping) and p.get("type") == "text"),
+            lambda t: {"type": "text", "text": t},
+        )
+        content = message.content if kept is None else kept
     update: dict[str, Any] = {
-        "content": message.content,
+        "content": content,
         "response_metadata": _provenance(message, original.response_metadata),
     }
     if isinstance(original, ToolMessage):

@@ -54,6 +54,7 @@ from pydantic_ai.messages import (
 )
 
 from ..adapters import AdapterError
+from ..adapters._parts import is_cut, with_text
 from ..media_parts import KEY as MEDIA_KEY
 from ..media_parts import describe_bytes, describe_url, media_meta
 from ..messages import Message, ToolCall
@@ -242,6 +243,16 @@ def _rewritten_part(part: Any, message: Message) -> Any:
             # A tool return's metadata is never sent to the model: provenance can live there.
             metadata = {**(metadata or {}), PROVENANCE_KEY: dict(provenance)}
         return dataclasses.replace(part, content=message.content, metadata=metadata)
+    if (
+        isinstance(part, UserPromptPart)
+        and is_cut(message)
+        and not isinstance(part.content, str)
+        and isinstance(part.content, Sequence)
+    ):
+        # A cut keeps its images and files beside the cut text.
+        kept = with_text(list(part.content), message.content, lambda p: isinstance(p, str), str)
+        if kept is not None:
+            return dataclasses.replace(part, content=kept)
     if isinstance(part, SystemPromptPart | UserPromptPart | CompactionPart):
         return dataclasses.replace(part, content=message.content)
     # Retry feedback, rewritten, is what its text now says, in the user's voice it had.

@@ -1,47 +1,68 @@
 """Fit ("fit"): the last resort. Every request fits whenever the system prompt does.
 
-When the protected part alone (the system block, the task, the newest request, pinned messages,
-the newest steps) is over target, no layer above may give anything more up: they only drop or
-summarise what is not protected. Sending the request anyway is a provider 400, the worst
-outcome. So this layer *cuts* (never drops) the largest protected messages in their middle,
-keeping head and tail (the head holds the request, the tail the error or the conclusion), in
-this order, each only as far as still needed:
+When what is left after the layers above is still over target, no layer above may give more:
+they only drop or summarise what is not protected. Sending the request anyway is a provider
+400, the worst outcome. So this layer *cuts* (never drops) messages in their middle, keeping
+head and tail (the head holds the request, the tail the error or the conclusion).
 
-1. tool outputs, largest first (in practice the oversized newest one: the older ones are gone);
-2. the original task, down to ``task_share`` of the target (a task at most that big stays
-   verbatim);
-3. every other non-system message, largest first (contents, and the longest string values of
-   tool-call arguments, so the call's JSON stays valid);
-4. the task again, down to the floor;
-5. the system block, only when all of the above could not make it fit (it alone is over).
+A run has two sizes (issue 19): the **target**, where compaction aims, and the **hard limit**,
+what the request must fit (the window less what the reply needs; a plain ``compact(target=...)``
+has the target as its limit). What is droppable aims at the target; what is protected (the
+system prompt, the task, the newest request, what the policy protects, pinned messages, the
+notes that name what was dropped, and the newest step) is cut only while the request is over
+the limit. In this order, each only as far
+as still needed, and each group through every pass before the next is touched:
+
+1. what is not protected, down to the target: tool outputs, largest first, then the rest;
+2. the system prompt, only when it alone is over the limit (or an earlier run cut it);
+3. the newest tool output, down to the limit: it always keeps its head and tail;
+4. every other protected message but the task, notes included (contents, then the longest
+   string values anywhere in tool-call arguments, so the JSON stays valid; arguments that are
+   not JSON are cut as text);
+5. the task, down to ``task_share`` of the limit, then to its head and tail (``task_min_tokens``).
 
 Each cut is marked in the text with how much was cut and the recall id of the original (a
 session's ``recall`` finds it), and recorded in ``meta["compaction"]`` (kind ``"truncated"``,
 ``original_chars``, ``kept_chars``), so the message is still the same message: a cut task stays
-the task.
+the task, a cut note stays the note, and a cut message keeps its images and documents (the
+adapters write them back beside the cut text).
 
-It is a layer placed *last* in the ladder (the terminal, or after it), and needs nothing from
-the pipeline: the rules hold as for any layer (asked only while over target, taken only when
-smaller), so it runs only when every layer above left the conversation over target, and never
-costs the verbatim text of a protected message while a cheaper loss was possible. A caller who
-prefers an over-target request to a cut one leaves it out (``strict_floor=True`` on
-:class:`~compaction.trigger.Compactor` and :func:`~compaction.trigger.default_pipeline`).
+A cut is found from the counter's token offsets (one encoding of the part kept, never the
+whole message again), so the last resort costs about what it keeps.
+
+It is a layer placed *last* in the ladder (the terminal, or after it): the rules hold as for
+any layer (asked only while over target, taken only when smaller), so it runs only when every
+layer above left the conversation over target; it may answer a conversation over the target but
+within the limit. A caller who prefers an over-target request to a cut one leaves it out
+(``strict_floor=True`` on :class:`~compaction.trigger.Compactor` and
+:func:`~compaction.trigger.default_pipeline`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final
 
-from ..messages import Message, ToolCall
+from ..media import media_tokens
+from ..messages import Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
 from ..trace import CUT_MARKER, cut_middle, original_chars
-from ..transcript import mark, message_ref, parse, provenance
+from ..transcript import (
+    PROVENANCE_KEY,
+    Transcript,
+    is_note,
+    mark,
+    message_ref,
+    parse,
+    provenance,
+)
 from ..validate import validate
+from ._fit_args import shrink_call
 
 __all__ = ["CUT_MARKER", "Fit"]
+
+_Stage = tuple[list[int], int | None, int]
 
 #: The marker of the tight pass, when even the marked cuts do not fit (a target of a few dozen
 #: tokens for several messages): it still says that, and how much, was cut.
@@ -68,8 +89,8 @@ class Fit(Strategy):
         self, *, task_share: float = 0.3, min_tokens: int = 24, task_min_tokens: int = 64
     ) -> None:
         """
-        - ``task_share``: the share of the target the task keeps before anything else but tool
-          output is cut (a task at most this big stays verbatim while the rest can give).
+        - ``task_share``: the share of the hard limit the task keeps before it is cut to its
+          head and tail (a task at most this big stays verbatim while the rest can give).
         - ``min_tokens``: the least a cut message keeps of its text (head and tail together)
           while the marked cuts still fit.
         - ``task_min_tokens``: the least the task keeps of its own text, head and tail
@@ -85,145 +106,235 @@ class Fit(Strategy):
 
     def explain(self) -> str:
         return (
-            "Last resort: cuts the largest protected messages in their middle (tool output "
-            f"first, then the task down to {self.task_share:.0%} of the target, then the rest; "
-            "the system prompt only when it alone is over), keeping head and tail and marking "
-            "each cut with a recall id, until the request fits."
+            "Last resort: cuts messages in their middle, keeping head and tail and marking each "
+            "cut with a recall id: what is not protected down to the target, what is protected "
+            "(the newest output, then the rest, then the task, down to "
+            f"{self.task_share:.0%} of the limit and then its head and tail) only down to the "
+            "hard limit, the system prompt only when it alone is over it."
         )
 
-    # -- cutting one text ----------------------------------------------------------------------
-
-    def _shrink_text(
-        self, text: str, want: int, ref: str, counter: TokenCounter, marker: str
-    ) -> str | None:
-        return cut_middle(text, want, ref, counter, marker)
+    # -- cutting one message -------------------------------------------------------------------
 
     def _shrink(
-        self, message: Message, want: int, counter: TokenCounter, marker: str, least: int
+        self,
+        message: Message,
+        want: int,
+        counter: TokenCounter,
+        marker: str,
+        least: int,
+        text_tokens: int,
     ) -> Message | None:
         """``message`` cut to about ``want`` tokens: its content first, then the longest
-        string values of its tool-call arguments."""
+        string values anywhere in its tool-call arguments (or arguments that are not JSON, as
+        text). ``text_tokens`` is what its content counts (known to the caller: never
+        re-encoded here)."""
         current = counter.count(message)
         if current <= want:
             return None
         ref = _original_ref(message)
         new = message
-        over = current - want
+        need = current - want
         text = message.content
         if text:
-            text_tokens = counter.count_text(text)
-            goal = max(text_tokens - over, least)
-            cut = self._shrink_text(text, goal, ref, counter, marker)
+            goal = max(text_tokens - need, least)
+            cut = cut_middle(text, goal, ref, counter, marker, tokens=text_tokens)
             if cut is not None:
                 new = new.replace(content=cut)
-        need = counter.count(new) - want
+                need -= text_tokens - counter.count_text(cut)
         if message.tool_calls and need > 0:
-            calls = []
-            for call in message.tool_calls:
-                shrunk, need = self._shrink_call(call, need, ref, counter, marker, least)
-                calls.append(shrunk)
-            new = new.replace(tool_calls=tuple(calls))
+            # Tokens per character of the arguments, from the cached count: a large value is
+            # sized from it instead of being encoded again. An estimate can fall short by a
+            # few tokens, so the cut is checked and tightened by what it missed (twice at most).
+            chars = sum(len(c.arguments) for c in message.tool_calls)
+            density = max(current - text_tokens, 1) / max(chars, 1)
+            cut_so_far = new
+            for _ in range(3):
+                left, calls = need, []
+                for call in message.tool_calls:
+                    shrunk, left = shrink_call(call, left, ref, counter, marker, least, density)
+                    calls.append(shrunk)
+                new = cut_so_far.replace(tool_calls=tuple(calls))
+                missed = counter.count(new) - want
+                if missed <= 0 or new == cut_so_far:
+                    break
+                need += missed
         if new is message:
             return None
-        original = original_chars(message)
-        out = mark(
-            new,
-            strategy=self.name,
-            kind="truncated",
-            replaces=[message],
-            original_chars=original,
-            kept_chars=len(new.content),
-        )
+        if is_note(message):
+            # A cut note is still the note: its record (the facts a later note merges, the
+            # ids it stands for) is kept, or it would pass for a message a person wrote, and
+            # a cut ledger would become the task.
+            record = {
+                **(provenance(message) or {}),
+                "cut_by": self.name,
+                "original_chars": original_chars(message),
+                "kept_chars": len(new.content),
+            }
+            out = new.replace(meta={**new.meta, PROVENANCE_KEY: record}, tokens=None)
+        else:
+            out = mark(
+                new,
+                strategy=self.name,
+                kind="truncated",
+                replaces=[message],
+                original_chars=original_chars(message),
+                kept_chars=len(new.content),
+            )
         return out if counter.count(out) < current else None
-
-    def _shrink_call(
-        self, call: ToolCall, need: int, ref: str, counter: TokenCounter, marker: str, least: int
-    ) -> tuple[ToolCall, int]:
-        """``call`` with its longest string arguments cut in the middle by about ``need``
-        tokens in all (the JSON stays valid), and what is still needed after it."""
-        if need <= 0:
-            return call, need
-        try:
-            args = json.loads(call.arguments) if call.arguments else None
-        except ValueError:
-            args = None
-        if not isinstance(args, dict):
-            return call, need
-        longest = sorted(
-            (k for k, v in args.items() if isinstance(v, str)), key=lambda k: -len(args[k])
-        )
-        changed = False
-        for key in longest[:3]:
-            if need <= 0:
-                break
-            value = args[key]
-            tokens = counter.count_text(value)
-            cut = self._shrink_text(value, max(tokens - need, least), ref, counter, marker)
-            if cut is not None:
-                need -= tokens - counter.count_text(cut)
-                args[key] = cut
-                changed = True
-        if not changed:
-            return call, need
-        return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need
 
     # -- the layer -----------------------------------------------------------------------------
 
     def rewrite(
-        self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
+        self,
+        messages: tuple[Message, ...],
+        *,
+        target: int,
+        counter: TokenCounter,
+        limit: int | None = None,
     ) -> Sequence[Message] | None:
+        """Cut what is not protected toward ``target``, what is protected only toward
+        ``limit`` (the hard limit: default, and never less than, ``target``)."""
         validate(messages)
+        hard = target if limit is None else max(limit, target)
         out = list(messages)
         total = counter.count_messages(out)
         if total <= target:
             return None
         t = parse(messages)
         task = t.groups[t.task].start if t.task is not None else None
+        guarded = _guarded(t)
+        newest = _newest_outputs(t)
         inner = range(t.system_end, len(out))
+        sizes: dict[int, int] = {}
+
+        def text_tokens(i: int) -> int:
+            if i not in sizes:
+                sizes[i] = _text_tokens(messages[i], counter)
+            return sizes[i]
 
         def largest(indices: Iterable[int]) -> list[int]:
             return sorted(indices, key=lambda i: (-counter.count(out[i]), i))
 
-        stages: list[tuple[list[int], int | None]] = [
-            (largest(i for i in inner if out[i].role == "tool"), None),
+        free = [i for i in inner if i not in guarded]
+        kept = [i for i in inner if i in guarded and i != task]
+        # Each stage: (indices, the floor of their own text or None for the pass's default,
+        # the size aimed at). Stages come in groups, and a group is cut through every pass
+        # before the next group is touched: what is droppable is cut to nothing before
+        # anything protected gives a token.
+        free_stages: list[_Stage] = [
+            (largest(i for i in free if out[i].role == "tool"), None, target),
+            (largest(i for i in free if out[i].role != "tool"), None, target),
+        ]
+        # What is protected gives only what the hard limit demands: the newest tool output
+        # first (it always keeps its head and tail), then every other protected message, then
+        # the task, down to its share and then to its head and tail (losing the task is how
+        # an agent forgets what it was asked to do).
+        kept_stages: list[_Stage] = [
+            (largest(i for i in kept if out[i].role == "tool"), None, hard),
+            (largest(i for i in kept if out[i].role != "tool"), None, hard),
         ]
         if task is not None:
-            stages.append(([task], max(int(target * self.task_share), self.min_tokens)))
-        stages.append((largest(i for i in inner if out[i].role != "tool" and i != task), None))
-        if task is not None:
-            stages.append(([task], self.task_min_tokens))  # its head and tail always survive
-        stages.append((largest(range(t.system_end)), None))
+            kept_stages.append(([task], max(int(hard * self.task_share), self.min_tokens), hard))
+            kept_stages.append(([task], self.task_min_tokens, hard))
+        groups = [free_stages, kept_stages]
+        system = messages[: t.system_end]
+        if counter.count_messages(system) > hard or any(_was_cut(m) for m in system):
+            # The system prompt only when it alone is over the limit (or was, when an earlier
+            # run cut it: the agent's list carries the cut, and the rest grows behind it).
+            # It must give then whatever else gives, so it gives first: the task and the
+            # newest step stay whole when its cut is enough.
+            groups.insert(1, [(largest(range(t.system_end)), None, hard)])
         changed = False
         # A second, tight pass only when the marked cuts could not fit (tiny targets), and a
         # last one that leaves a message's text empty (the cut is still recorded in its meta)
         # when even the short markers are too many for what is left.
         passes = ((CUT_MARKER, self.min_tokens), (SHORT_MARKER, 0), ("", 0))
-        for marker, least_default in passes:
-            for indices, floor in stages:
-                for i in indices:
-                    need = total - target
-                    if need <= 0:
-                        break
-                    old = out[i]
-                    before = counter.count(old)
-                    least = floor if floor is not None else least_default
-                    if i == task:
-                        # The task's floor is of its own text: the marker comes on top.
-                        least += _marker_tokens(messages[i], marker, counter)
-                    want = max(before - need, least)
-                    if want >= before:
-                        continue
-                    # Always cut from the message as it came in: a tighter pass re-cuts the
-                    # original with its shorter marker, never a cut (and its marker) again.
-                    new = self._shrink(messages[i], want, counter, marker, least)
-                    if new is None or counter.count(new) >= before:
-                        continue
-                    out[i] = new
-                    total += counter.count(new) - before
-                    changed = True
-                # the largest first, by their size now
-                indices.sort(key=lambda i: (-counter.count(out[i]), i))
+        for stages in groups:
+            for marker, least_default in passes:
+                for indices, floor, aim in stages:
+                    for i in indices:
+                        need = total - aim
+                        if need <= 0:
+                            break
+                        old = out[i]
+                        before = counter.count(old)
+                        least = floor if floor is not None else least_default
+                        mark_with = marker
+                        if i == task or i in newest:
+                            # Their floor is of their own text, the marker on top, and that
+                            # marker names the recall id however tight the pass: the task and
+                            # the newest output keep their head and tail and say how to get
+                            # the rest back.
+                            mark_with = CUT_MARKER
+                            least = max(least, self.min_tokens if i in newest else 0)
+                            least += _marker_tokens(messages[i], mark_with, counter)
+                        want = max(before - need, least)
+                        if want >= before:
+                            continue
+                        # Always cut from the message as it came in: a tighter pass re-cuts
+                        # the original with its shorter marker, never a cut (and its marker).
+                        new = self._shrink(
+                            messages[i], want, counter, mark_with, least, text_tokens(i)
+                        )
+                        if new is None or counter.count(new) >= before:
+                            continue
+                        out[i] = new
+                        total += counter.count(new) - before
+                        changed = True
+                    # the largest first, by their size now
+                    indices.sort(key=lambda i: (-counter.count(out[i]), i))
         return out if changed else None
+
+
+def _guarded(t: Transcript) -> frozenset[int]:
+    """Indices of the messages cut only down to the hard limit: the system block, every
+    protected group (the task, the newest request, what the policy protects, pinned), the
+    notes and the newest step (what the model acts on next)."""
+    found = set(range(t.system_end))
+    # Notes too: a note is what is left of everything dropped (the ledger), the last trace
+    # of it in the prompt; emptying it to reach the aim would make dropping silent.
+    groups = [t.groups[g] for g in t.protected] + [g for g in t.groups if g.kind == "note"]
+    steps = [g for g in t.groups if g.kind == "step"]
+    if steps and steps[-1] is t.groups[-1]:
+        groups.append(steps[-1])
+    for group in groups:
+        found.update(range(group.start, group.end))
+    return frozenset(found)
+
+
+def _newest_outputs(t: Transcript) -> frozenset[int]:
+    """The tool outputs of the newest step, when the conversation ends with one."""
+    if not t.groups or t.groups[-1].kind != "step":
+        return frozenset()
+    last = t.groups[-1]
+    return frozenset(i for i in range(last.start, last.end) if t.messages[i].role == "tool")
+
+
+def _text_tokens(message: Message, counter: TokenCounter) -> int:
+    """What ``message``'s content counts, encoding only the smaller part of the message: the
+    content itself, or (when the content is the bulk) the rest, taken from the cached count."""
+    text = message.content
+    rest = sum(len(c.arguments) + len(c.name) for c in message.tool_calls)
+    if not text:
+        return 0
+    if message.tokens is not None or len(text) <= rest + 64 or _has_media(message, counter):
+        return counter.count_text(text)
+    bare = counter.count(message.replace(content=""))
+    return max(counter.count(message) - bare, 1)
+
+
+def _has_media(message: Message, counter: TokenCounter) -> bool:
+    """Whether ``message`` carries images or documents that its count includes (the rest of
+    the message then is not what its text leaves)."""
+    meta = message.meta
+    if not meta or not ("openai" in meta or "anthropic" in meta or "responses" in meta):
+        return False
+    return media_tokens(meta, message.content, counter.count_text) > 0
+
+
+def _was_cut(message: Message) -> bool:
+    record = provenance(message)
+    return record is not None and record.get("kind") == "truncated"
 
 
 def _marker_tokens(message: Message, marker: str, counter: TokenCounter) -> int:

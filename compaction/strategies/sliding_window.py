@@ -192,6 +192,7 @@ class SlidingWindow(Strategy):
         *,
         target: int | Budget,
         counter: TokenCounter | None = None,
+        limit: int | Budget | None = None,
     ) -> CompactionResult:
         """On its own (``apply``/``compact``), a fixed window is the seed-000 window: it applies
         whatever the budget, as if ``always_apply`` were set. In a ladder, rule 1 holds."""
@@ -204,7 +205,7 @@ class SlidingWindow(Strategy):
                 note=self.note,
                 always_apply=True,
             )
-        return Strategy.compact(alone, messages, target=target, counter=counter)
+        return Strategy.compact(alone, messages, target=target, counter=counter, limit=limit)
 
     def __repr__(self) -> str:
         return (

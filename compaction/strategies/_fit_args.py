@@ -1,0 +1,112 @@
+"""Cutting tool-call arguments for :mod:`compaction.strategies.fit`, wherever their bulk is.
+
+A call's arguments are JSON as the model wrote them: the bulk may sit in a top-level string
+(``Write``'s ``content``), in a list of objects (``MultiEdit``'s ``edits``), in dozens of keys,
+or the arguments may not be JSON at all. The largest string leaves are cut in their middle,
+anywhere in the structure, so the JSON stays valid and keeps its shape (the same keys, the
+same list lengths); arguments that are not JSON are cut as text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from typing import Any, Final
+
+from ..messages import ToolCall
+from ..tokens import TokenCounter
+from ..trace import cut_middle
+
+__all__ = ["shrink_call"]
+
+
+def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
+    """Every string leaf of a JSON value, with the path to it."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _leaves(item, (*path, index))
+
+
+def _put(value: Any, path: tuple[Any, ...], leaf: str) -> Any:
+    if not path:
+        return leaf
+    value[path[0]] = _put(value[path[0]], path[1:], leaf)
+    return value
+
+
+#: Strings at least this long are sized from their message's density, not encoded again.
+_ESTIMATE_FROM: Final = 8_192
+
+
+def _tokens(text: str, counter: TokenCounter, density: float) -> int:
+    if len(text) < _ESTIMATE_FROM:
+        return counter.count_text(text)
+    return max(math.ceil(len(text) * density), 1)
+
+
+def _cut_leaf(
+    value: str, want: int, ref: str, counter: TokenCounter, marker: str, tokens: int
+) -> str | None:
+    """``value`` cut so that, as a JSON string, it costs about ``want`` tokens: the cut is of
+    the raw text, and escapes (a newline is two characters in JSON) make it dearer, so a cut
+    that came out over is tightened by the excess (a bounded few times, each on the kept
+    part only)."""
+    aim = want
+    cut = None
+    for _ in range(3):
+        cut = cut_middle(value, aim, ref, counter, marker, tokens=tokens)
+        if cut is None:
+            return None
+        over = counter.count_text(json.dumps(cut, ensure_ascii=False)) - want
+        if over <= 0 or aim <= 0:
+            break
+        aim = max(aim - over, 0)
+    return cut
+
+
+def shrink_call(
+    call: ToolCall,
+    need: int,
+    ref: str,
+    counter: TokenCounter,
+    marker: str,
+    least: int,
+    density: float,
+) -> tuple[ToolCall, int]:
+    """``call`` with its longest string values cut in the middle by about ``need`` tokens in
+    all, wherever they sit in the arguments (nested objects, lists: the JSON stays valid), or
+    its arguments cut as text when they are not JSON; and what is still needed after it.
+    ``density`` (tokens per character of the arguments) sizes the large values."""
+    if need <= 0 or not call.arguments:
+        return call, need
+    try:
+        args = json.loads(call.arguments)
+    except ValueError:
+        tokens = _tokens(call.arguments, counter, density)
+        cut = cut_middle(
+            call.arguments, max(tokens - need, least), ref, counter, marker, tokens=tokens
+        )
+        if cut is None:
+            return call, need
+        return ToolCall(call.id, call.name, cut), need - (tokens - counter.count_text(cut))
+    changed = False
+    for path, value in sorted(_leaves(args), key=lambda item: -len(item[1])):
+        if need <= 0 or len(value) < 2:
+            break
+        # Sized as it stands in the JSON (escapes and quotes count too), so that the cuts
+        # together save what is needed, not a token per escaped character less.
+        tokens = _tokens(json.dumps(value, ensure_ascii=False), counter, density)
+        cut = _cut_leaf(value, max(tokens - need, least), ref, counter, marker, tokens)
+        if cut is not None:
+            need -= tokens - counter.count_text(json.dumps(cut, ensure_ascii=False))
+            args = _put(args, path, cut)
+            changed = True
+    if not changed:
+        return call, need
+    return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need
