@@ -1,6 +1,6 @@
 """Tables, lines and progress: rich on a terminal, plain text when piped.
 
-rich is an optional extra (``pip install 'compaction[cli]'``), imported only when the stream
+rich is an optional extra (``pip install 'compaction-ladder[cli]'``), imported only when the stream
 is a terminal; without it, or when the output goes to a file or a pipe, the same tables come
 out as aligned plain text that ``grep`` and ``cut`` can work with.
 """
