@@ -90,7 +90,7 @@ def check_name(dest: Path, loaded: Any, to: str | None) -> None:
     else:
         return
     raise CliError(
-        f"-o {dest}: the name says {claims}, but a {loaded.format} input is written as {what}; "
+        f"-o {dest}: the name says {claims}, but this {loaded.format} input is written as {what}; "
         f"name it {dest.with_name(better)} (compact writes OpenAI or Anthropic messages, "
         "never a trajectory or a Claude Code log)"
     )
