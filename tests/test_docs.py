@@ -84,12 +84,29 @@ def test_every_block_is_run_or_marked() -> None:
         assert block.skip, f"{block.id}: run it in the tests, or mark it <!-- not-executed: -->"
 
 
+@pytest.fixture(scope="module")
+def python_results(scratches: dict[str, Path]) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every offline python block run alone, each in its own interpreter, as many at a time
+    as there are cores (most of a block's time is starting Python and importing)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = [b for b in OFFLINE if not b.skip]
+
+    def one(block: Block) -> subprocess.CompletedProcess[str]:
+        scratch = _scratch(block, scratches)
+        return run_python(block, scratch, _env(scratch))
+
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        return dict(zip([b.id for b in todo], pool.map(one, todo), strict=True))
+
+
 @pytest.mark.parametrize("block", OFFLINE, ids=lambda b: b.id)
-def test_python_block(block: Block, scratches: dict[str, Path]) -> None:
+def test_python_block(
+    block: Block, python_results: dict[str, subprocess.CompletedProcess[str]]
+) -> None:
     if block.skip:
         pytest.skip(f"{block.id} not executed: {block.skip}")
-    scratch = _scratch(block, scratches)
-    done = run_python(block, scratch, _env(scratch))
+    done = python_results[block.id]
     assert done.returncode == 0, f"{block.id} raised:\n{done.stderr}"
     assert done.stdout == (block.output or ""), _shown(block, done)
 
