@@ -95,7 +95,8 @@ class FakeOpenAIServer:
                     call = message["tool_calls"][0]
                     deltas.append({"tool_calls": [{"index": 0, **call}]})
                 else:
-                    deltas += [{"content": word + " "} for word in message["content"].split()]
+                    words = message["content"].split(" ")
+                    deltas += [{"content": w if n == 0 else " " + w} for n, w in enumerate(words)]
                 chunks = [{"index": 0, "delta": d, "finish_reason": None} for d in deltas]
                 chunks.append({"index": 0, "delta": {}, "finish_reason": finish})
                 for n, choice in enumerate(chunks):
