@@ -1,8 +1,8 @@
 """The error a drop-in raises when its framework is not installed.
 
 Without it, a user who forgot the extra sees ``No module named 'langchain'`` and reaches for
-``pip install langchain`` — or, worse, ``pip install compaction[langchain]``, which on the public
-index is an unrelated package. The message names the distribution and the extra that fit.
+``pip install langchain`` — or, worse, for the extra under the import name, which on the
+public index is an unrelated package. The message names the distribution and the extra that fit.
 """
 
 from __future__ import annotations
