@@ -168,6 +168,17 @@ def test_user_facing_pages_do_not_speak_of_the_design_documents() -> None:
     assert not found, f"'seed' in user-facing text (the design page maps them): {found}"
 
 
+def test_the_built_site_speaks_of_them_only_on_the_design_page(site: Path) -> None:
+    # The API reference is made from the docstrings: they face users too.
+    found = [
+        str(page.relative_to(site))
+        for page in site.rglob("*.html")
+        if "design" not in page.relative_to(site).parts
+        and re.search(r"\bseeds?\b", re.sub(r"<[^>]+>", " ", page.read_text("utf-8")), re.I)
+    ]
+    assert not found, f"'seed' in user-facing pages of the site: {found}"
+
+
 def test_install_lines_name_the_distribution() -> None:
     for page in [README, *DOCS.glob("*.md")]:
         for line in page.read_text(encoding="utf-8").splitlines():
