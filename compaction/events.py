@@ -6,7 +6,7 @@ arguments (take ``**kwargs`` as well: a later version may add one). Every signal
 ``window`` there; the turn loop puts ``agent``), so metrics can be tagged without wrapping
 anything. Everything here is also logged through structlog (see :mod:`compaction._log`).
 
-**The ladder** (seed 004's middleware hooks):
+**The ladder** (its middleware hooks):
 
 =====================  ===================  ====================================================
 signal                 sender               keyword arguments

@@ -116,7 +116,7 @@ class Message:
     - ``tool_call_id``: on tool messages, the call this result answers (required).
     - ``name``: the tool's name on tool messages, or a participant name.
     - ``meta``: anything else: provider fields we do not model, provenance written by
-      strategies (``meta["compaction"]``), the seed's ``uko_node``/``score``/``depth``.
+      strategies (``meta["compaction"]``), a caller's own fields (``score``, ``depth``...).
       Treat it as read-only; it is not part of the hash.
     - ``tokens``: a known token count (for example from a retrieval system), honoured by
       every counter instead of encoding the text.

@@ -1,6 +1,6 @@
 """Model callables for :class:`~compaction.loop.TurnLoop` over an OpenAI-compatible server.
 
-Needs the ``openai`` extra (``pip install 'compaction[openai]'``), imported only when a model
+Needs the ``openai`` extra (``pip install 'compaction-ladder[openai]'``), imported only when a model
 is built. Any server speaking the chat-completions wire format works (OpenAI, vLLM, llama.cpp,
 Ollama, LiteLLM ...): pass its ``base_url``.
 
@@ -32,7 +32,7 @@ def _import_openai() -> Any:
         import openai
     except ModuleNotFoundError:
         raise ModuleNotFoundError(
-            "OpenAIChatModel needs the 'openai' package: pip install 'compaction[openai]'"
+            "OpenAIChatModel needs the 'openai' package: pip install 'compaction-ladder[openai]'"
         ) from None
     return openai
 

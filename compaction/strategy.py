@@ -41,7 +41,7 @@ __all__ = ["Capabilities", "Run", "Strategy", "current_labels"]
 
 @attrs.frozen(slots=True)
 class Capabilities:
-    """What a strategy costs and what it gives up (seed 000's capabilities object).
+    """What a strategy costs and what it gives up (its capabilities object).
 
     - ``model_call``: it spends a model call (only the terminal should).
     - ``lossless``: nothing is gone for good from the prompt (placeholders that say how to get
@@ -85,7 +85,7 @@ class Strategy:
     """Base class of every strategy. Subclasses set ``name`` and implement ``rewrite``.
 
     ``rewrite(messages, *, target)`` answers a new, smaller sequence of messages, or None to
-    decline (seed 004's signature). A subclass whose ``rewrite`` also takes ``counter`` gets the
+    decline. A subclass whose ``rewrite`` also takes ``counter`` gets the
     run's :class:`~compaction.tokens.TokenCounter`, and may use it freely: counts are cached,
     so asking again costs a dictionary lookup. One whose ``rewrite`` takes ``limit`` gets the
     run's hard limit (at least ``target``): what the request must fit, as opposed to where it

@@ -43,7 +43,7 @@ def unavailable() -> str | None:
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError:
-        return "psycopg is not installed (pip install 'compaction[postgres]')"
+        return "psycopg is not installed (pip install 'compaction-ladder[postgres]')"
     if os.geteuid() == 0:
         try:
             pwd.getpwnam("nobody")

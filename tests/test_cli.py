@@ -323,7 +323,9 @@ def test_strategies_lists_the_registry(capsys: pytest.CaptureFixture[str]) -> No
         }
         assert s["explanation"]
     by_key = {s["key"]: s for s in listed}
-    assert by_key["summary"]["capabilities"]["model_call"] is True
+    # The default summary runs the offline extractive summariser: no model call, deterministic.
+    assert by_key["summary"]["capabilities"]["model_call"] is False
+    assert by_key["summary"]["capabilities"]["deterministic"] is True
     assert by_key["tool_results"]["capabilities"]["model_call"] is False
     for key in registry:
         assert key in plain.stdout

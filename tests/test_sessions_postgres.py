@@ -23,7 +23,9 @@ from compaction.sessions import (
     StoreUnavailableError,
 )
 
-psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (compaction[postgres])")
+psycopg = pytest.importorskip(
+    "psycopg", reason="psycopg is not installed (compaction-ladder[postgres])"
+)
 
 from compaction.sessions.postgres import redact  # noqa: E402 - needs psycopg
 from tests.postgres_server import PostgresServer  # noqa: E402

@@ -545,7 +545,12 @@ def test_async_path_prefers_acall():
 def test_registry_key_and_protocol():
     strategy = registry.create("summary", keep_steps=3)
     assert isinstance(strategy, Summary)
-    assert strategy.capabilities.model_call is True
+    # The default summariser is offline and deterministic, and the instance says so; the
+    # class (any summariser) and one with a summariser that says nothing may call a model.
+    assert strategy.capabilities.model_call is False
+    assert strategy.capabilities.deterministic is True
+    assert Summary.capabilities.model_call is True
+    assert Summary(lambda transcript, instructions: "s").capabilities.model_call is True
     assert isinstance(strategy.summarizer, ExtractiveSummarizer)
     text = strategy.explain()
     assert "extractive" in text and "3" in text

@@ -21,6 +21,7 @@ from .._text import plural
 from .batch import Batch
 from .destinations import (
     check_collisions,
+    check_name,
     collision,
     destination,
     fit_written,
@@ -111,10 +112,11 @@ def compact_file(source: Source, options: dict[str, Any]) -> tuple[dict[str, Any
     counter = cached("counter", args.counter, args.encoding)
     pipeline = cached("ladder", args.ladder, args.config, args.counter, args.encoding)
     loaded = load(source)
-    result, data, written = fit_written(
-        pipeline, loaded, args.target, counter, args.to, limit=args.limit
-    )
+    written = fit_written(pipeline, loaded, args.target, counter, args.to, limit=args.limit)
+    result = written.result
     dest = destination(args, source, args.single, loaded)
+    if dest is not None:
+        check_name(dest, loaded, args.to)
     if dest is not None and same_file(dest, source.path):
         raise CliError(
             f"-o {dest} is the input file itself; write the result elsewhere "
@@ -122,11 +124,12 @@ def compact_file(source: Source, options: dict[str, Any]) -> tuple[dict[str, Any
         )
     report = _report(source, loaded, result, ladder_names(pipeline), args, counter, dest)
     report.update(
-        target=args.target, limit=args.limit, tokens_after=written,
-        fits=written <= args.limit, reached_target=written <= args.target,
-        saved=result.before - written, tokens_after_neutral=result.after,
+        target=args.target, limit=args.limit, tokens_after=written.tokens,
+        fits=written.tokens <= args.limit, reached_target=written.tokens <= args.target,
+        saved=result.before - written.tokens, tokens_after_neutral=result.after,
+        messages_after=written.messages,
     )  # fmt: skip
-    return report, data
+    return report, written.data
 
 
 def _report(

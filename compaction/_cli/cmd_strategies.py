@@ -35,7 +35,13 @@ def describe_strategies() -> list[dict[str, Any]]:
         except Exception as exc:  # a broken plugin must not hide the others
             out.append({"key": key, "error": f"{type(exc).__name__}: {exc}"})
             continue
-        capabilities = getattr(cls, "capabilities", None)
+        # As a ladder built from the key alone would run it (Summary's default summariser is
+        # offline and deterministic, which the class alone cannot say).
+        capabilities: Any
+        try:
+            capabilities = registry.create(key).capabilities
+        except Exception:
+            capabilities = getattr(cls, "capabilities", None)
         out.append(
             {
                 "key": key,

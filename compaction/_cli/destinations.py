@@ -11,6 +11,7 @@ shape counts more than the ladder's own view of the messages.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +20,15 @@ from .inputs import STDIO, Source, output_format, serialize, write_atomic
 
 __all__ = [
     "check_collisions",
+    "check_name",
     "collision",
     "destination",
     "fit_written",
     "in_directory",
     "same_file",
     "write",
+    "written_jsonl",
+    "Written",
 ]
 
 
@@ -47,11 +51,49 @@ def destination(args: Any, source: Source, single: bool, loaded: Any) -> Path | 
     if not in_directory(args, single):
         return out
     relative = out / source.relative
-    # JSONL stays JSONL only when written back in its own format (see formats.dumps).
-    jsonl = loaded.container == "jsonl" and output_format(loaded, args.to) == loaded.format
-    if relative.suffix in _CONVERTED and not jsonl:
+    if relative.name.endswith(".traj.json"):
+        # A trajectory is written back as plain messages: a name that still says
+        # trajectory would be refused by check_name, so the result drops ".traj".
+        return relative.with_name(relative.name[: -len(".traj.json")] + ".json")
+    if relative.suffix in _CONVERTED and not written_jsonl(loaded, args.to):
         relative = relative.with_suffix(".json")
     return relative
+
+
+def written_jsonl(loaded: Any, to: str | None) -> bool:
+    """Whether the result is written as JSONL: only when written back in the input's own
+    format from a JSONL file (see formats.dumps); otherwise it is one JSON document."""
+    return bool(loaded.container == "jsonl" and output_format(loaded, to) == loaded.format)
+
+
+def check_name(dest: Path, loaded: Any, to: str | None) -> None:
+    """Refuse a destination whose name says another format than the one written.
+
+    ``compact`` writes OpenAI or Anthropic messages (as JSON, or as JSONL when the input was
+    JSONL in that same format); it never writes an agent trajectory or a Claude Code log back.
+    A name that claims one (``.traj.json``, ``.traj``, a ``.jsonl`` holding one JSON object)
+    would fool the next reader, ``compaction`` itself included, so it is refused.
+    """
+    name = dest.name.lower()
+    jsonl = written_jsonl(loaded, to)
+    shape = output_format(loaded, to)
+    provider = {"openai": "OpenAI", "anthropic": "Anthropic"}.get(shape, shape)
+    what = f"{provider} messages, {'as JSONL' if jsonl else 'in one JSON document'}"
+    if name.endswith(".traj.json"):
+        claims, better = "an agent trajectory", dest.name[: -len(".traj.json")] + ".json"
+    elif name.endswith(".traj"):
+        claims, better = "an agent trajectory", dest.name[: -len(".traj")] + ".json"
+    elif name.endswith(".jsonl") and not jsonl:
+        claims, better = "JSONL", dest.name[: -len(".jsonl")] + ".json"
+    elif name.endswith(".json") and jsonl:
+        claims, better = "one JSON document", dest.name[: -len(".json")] + ".jsonl"
+    else:
+        return
+    raise CliError(
+        f"-o {dest}: the name says {claims}, but this {loaded.format} input is written as {what}; "
+        f"name it {dest.with_name(better)} (compact writes OpenAI or Anthropic messages, "
+        "never a trajectory or a Claude Code log)"
+    )
 
 
 def check_collisions(args: Any, sources: list[Source]) -> None:
@@ -68,6 +110,8 @@ def check_collisions(args: Any, sources: list[Source]) -> None:
         keys = {relative}
         if relative.suffix in _CONVERTED:
             keys.add(relative.with_suffix(".json"))
+        if relative.name.endswith(".traj.json"):
+            keys = {relative.with_name(relative.name[: -len(".traj.json")] + ".json")}
         for key in keys:
             other = seen.get(key)
             if other is not None:
@@ -95,13 +139,26 @@ def collision(first: str, source: Source, dest: str) -> None:
     raise CliError(f"{first} and {source.path} would both be written to {dest}; not overwritten")
 
 
-def _count_written(data: bytes, counter: Any) -> int:
-    """Tokens of the file as written, read back as ``compaction count`` reads it: the shape
-    changes what is counted (Anthropic merges turns and carries tool results in user
-    messages), and the target is a promise about the file."""
+@dataclass(frozen=True)
+class Written:
+    """A compacted conversation as it will be written: the ladder's result, the file's bytes,
+    and the tokens and messages counted on those bytes read back (the shape can merge
+    messages: Anthropic joins consecutive same-role turns), which is what the report states."""
+
+    result: Any
+    data: bytes
+    tokens: int
+    messages: int
+
+
+def _read_back(data: bytes, counter: Any) -> tuple[int, int]:
+    """Tokens and messages of the file as written, read back as ``compaction count`` reads
+    it: the shape changes what is counted (Anthropic merges turns and carries tool results in
+    user messages), and the target is a promise about the file."""
     from ..formats import loads
 
-    return int(counter.count_messages(loads(data, "<output>").messages))
+    messages = loads(data, "<output>").messages
+    return int(counter.count_messages(messages)), len(messages)
 
 
 #: Rounds of tightening the target when the written shape counts more than the neutral one.
@@ -116,25 +173,25 @@ def fit_written(
     to: str | None,
     *,
     limit: int | None = None,
-) -> tuple[Any, bytes, int]:
+) -> Written:
     """Compact so that the file *as written* fits ``target`` (protected content only
-    ``limit``, default the target); answer the result, its bytes and their token count. Each
-    round aims both lower by what the shape added last time."""
+    ``limit``, default the target). Each round aims both lower by what the shape added last
+    time."""
     limit = target if limit is None else limit
     aim, hard = target, limit
-    best: tuple[Any, bytes, int] | None = None
+    best: Written | None = None
     for _ in range(_FIT_ROUNDS):
         result = pipeline.compact(loaded.messages, target=aim, counter=counter, limit=hard)
         data = serialize(result.messages, loaded, to)
-        written = _count_written(data, counter)
-        if best is None or written < best[2]:
-            best = (result, data, written)
-        if written <= target:
+        tokens, messages = _read_back(data, counter)
+        if best is None or tokens < best.tokens:
+            best = Written(result, data, tokens, messages)
+        if tokens <= target:
             break
         if result.fits:  # the ladder reached its aim: the shape added the rest
-            shift = written - target
-        elif result.within_limit and written > limit:  # within the limit until written
-            shift = written - limit
+            shift = tokens - target
+        elif result.within_limit and tokens > limit:  # within the limit until written
+            shift = tokens - limit
         else:  # the ladder could do no better (or protected content took what it may)
             break
         aim, hard = aim - max(1, shift), hard - max(1, shift)

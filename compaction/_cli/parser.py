@@ -120,11 +120,18 @@ def _laddering() -> Parser:
 COMPACT_EPILOG = """\
 examples:
   compaction compact run.json --target 4000 -o small.json
-  compaction compact run.traj.json --window 128000 --ratio 0.4 --to anthropic -o out.json
+  compaction compact run.traj.json --window 128000 --ratio 0.4 --to anthropic -o run.json
   compaction compact logs/ --target 20000 -o compacted/     # every transcript in logs/
   compaction compact logs/ --target 20000 -o compacted/ -j 4   # ... 4 files at a time
   cat run.json | compaction compact - --target 4000 -o -   # stdin to stdout
   compaction compact run.json --target 4000 --dry-run --json # the report only
+
+What is written: OpenAI chat messages or an Anthropic request (--to picks one). OpenAI and
+Anthropic inputs come back in their own shape (a list, a {"messages": ...} object, or JSONL).
+Agent logs are read, never written back: mini-swe-agent and SWE-agent trajectories become
+OpenAI messages, Claude Code sessions an Anthropic request, each one JSON document; a name
+that says otherwise (x.traj.json, x.traj, a .jsonl for one JSON document) is refused, and
+with -o DIR their results are named .json.
 
 The report (tokens before/after, tokens saved and time per strategy) goes to stderr; the
 conversation to -o or stdout. Exit 0: done; 1: the target was not reached (the best result is

@@ -1,7 +1,7 @@
 """``replay --plot``: tokens per model call, with the compaction points marked.
 
-matplotlib is an optional extra (``pip install 'compaction[plot]'``), imported here only, with
-the Agg backend so no display is needed.
+matplotlib is an optional extra (``pip install 'compaction-ladder[plot]'``), imported here
+only, with the Agg backend so no display is needed.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def plot_replay(report: dict[str, Any], out: Path) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise CliError("--plot needs matplotlib: pip install 'compaction[plot]'") from None
+        raise CliError("--plot needs matplotlib: pip install 'compaction-ladder[plot]'") from None
     import io
 
     calls = report["calls"]

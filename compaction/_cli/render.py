@@ -1,6 +1,6 @@
 """Tables, lines and progress: rich on a terminal, plain text when piped.
 
-rich is an optional extra (``pip install 'compaction[cli]'``), imported only when the stream
+rich is an optional extra (``pip install 'compaction-ladder[cli]'``), imported only when the stream
 is a terminal; without it, or when the output goes to a file or a pipe, the same tables come
 out as aligned plain text that ``grep`` and ``cut`` can work with.
 """
@@ -114,7 +114,11 @@ def _render(table: Table, stream: TextIO) -> None:
 
     rich_table = RichTable(title=table.title, title_justify="left", show_footer=False)
     for name in table.columns:
-        rich_table.add_column(name, justify="right" if name in table.right else "left")
+        # Fold, never ellipsise: a cut file name ("agent-a28…", "agent-aco…") can no longer
+        # be told from its neighbour, so an over-long cell breaks onto the next line whole.
+        rich_table.add_column(
+            name, justify="right" if name in table.right else "left", overflow="fold"
+        )
     for row in table.rows:
         rich_table.add_row(*(_cell(c) for c in row))
     if table.footer is not None:

@@ -2,6 +2,6 @@
 
 Each module here converts one framework's messages to :class:`~compaction.Message` and back,
 losslessly, and calls the same :class:`~compaction.trigger.Compactor` before each model call.
-Each is an optional extra (``pip install 'compaction[langchain]'``, ...), imports its framework
-at import time, and is never imported by the core: ``import compaction`` stays cheap.
+Each is an optional extra (``pip install 'compaction-ladder[langchain]'``, ...), imports its
+framework at import time, and is never imported by the core: ``import compaction`` stays cheap.
 """

@@ -32,8 +32,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from ._extra import missing_extra
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+except ModuleNotFoundError as exc:  # the extra is missing: say which one
+    raise missing_extra(__name__, "langchain", exc) from exc
 
 from .. import events
 from .._log import log

@@ -1,6 +1,6 @@
 """LiteLLM: compact every chat request to the model's window, in the SDK and in the proxy.
 
-``pip install 'compaction[litellm]'``, then::
+``pip install 'compaction-ladder[litellm]'``, then::
 
     litellm.callbacks = [CompactionHook(window=32_000)]
 
@@ -39,7 +39,12 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from litellm.integrations.custom_logger import CustomLogger
+from ._extra import missing_extra
+
+try:
+    from litellm.integrations.custom_logger import CustomLogger
+except ModuleNotFoundError as exc:  # the extra is missing: say which one
+    raise missing_extra(__name__, "litellm", exc) from exc
 
 from .._log import log
 from ..adapters import AdapterError

@@ -1,6 +1,6 @@
 """The OpenAI Agents SDK: compact what the runner sends, keep every raw item stored.
 
-Two drop-ins, usable together (``pip install 'compaction[openai-agents]'``):
+Two drop-ins, usable together (``pip install 'compaction-ladder[openai-agents]'``):
 
 - :class:`CompactionFilter`, a ``RunConfig(call_model_input_filter=...)``. The runner calls it
   immediately before **every** model call, inside the tool loop, with the whole input (session

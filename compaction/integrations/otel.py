@@ -2,7 +2,7 @@
 
 ``instrument()`` subscribes to :mod:`compaction.events`; nothing here is imported, and no
 receiver is connected, until it is called, so an uninstrumented program pays nothing.
-``uninstrument()`` disconnects again. Needs ``pip install 'compaction[otel]'``.
+``uninstrument()`` disconnects again. Needs ``pip install 'compaction-ladder[otel]'``.
 
 What is emitted (GenAI semantic conventions where they have a name, ``compaction.*`` otherwise):
 

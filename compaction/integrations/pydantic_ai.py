@@ -28,9 +28,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic_ai.capabilities import AbstractCapability
-from pydantic_ai.messages import ModelMessage, ModelResponse
-from pydantic_ai.tools import RunContext
+from ._extra import missing_extra
+
+try:
+    from pydantic_ai.capabilities import AbstractCapability
+    from pydantic_ai.messages import ModelMessage, ModelResponse
+    from pydantic_ai.tools import RunContext
+except ModuleNotFoundError as exc:  # the extra is missing: say which one
+    raise missing_extra(__name__, "pydantic-ai", exc) from exc
 
 from .. import events
 from .._log import log

@@ -65,7 +65,7 @@ def backend_for(url: str, *, durable: bool = True, **options: Any) -> Backend:
         except ImportError as exc:
             raise ImportError(
                 f"the PostgreSQL session store needs psycopg 3 ({exc.name} is missing): "
-                "pip install 'compaction[postgres]'"
+                "pip install 'compaction-ladder[postgres]'"
             ) from exc
         return PostgresBackend(url, **options)
     if options:
@@ -119,7 +119,7 @@ class SessionStore:
         cls, url: str | os.PathLike[str] | None = None, *, durable: bool = True, **options: Any
     ) -> SessionStore:
         """The store ``url`` names: ``postgresql://user@host/db`` (psycopg 3, the
-        ``compaction[postgres]`` extra; ``options`` such as ``min_size``/``max_size`` go to
+        ``compaction-ladder[postgres]`` extra; ``options`` such as ``min_size``/``max_size`` go to
         its connection pool), ``file:///path``, or a bare path. Without ``url``,
         ``$COMPACTION_SESSIONS_URL``, else the default file store."""
         if url is None:

@@ -88,12 +88,12 @@ class SlidingWindow(Strategy):
     - ``note``: whether a note stands where messages went, naming what was dropped (a
       user-role message for the model; its provenance is in ``meta["compaction"]``). The
       default (None) writes one only without a fixed window. A fixed window is a contract on
-      exactly what stays (seed 000: a window of 2 returns 2 messages), so by default it writes
+      exactly what stays (a window of 2 returns 2 messages), so by default it writes
       none; pass ``note=True`` to have one anyway (it then sits outside the window, like the
       system block, but its tokens count against the budget). A new note absorbs an older
       one (its count includes what the older note stood for), and swapping one note for
       another is never a rewrite: if a note is all that would change, the strategy declines.
-    - ``always_apply``: in a ladder, apply the fixed window even under target (seed 000). By
+    - ``always_apply``: in a ladder, apply the fixed window even under target. By
       default a window in a ladder is a cap applied while over target, so rule 1 holds for
       every layer; on its own (``apply``/``compact``) the window always applies.
 
@@ -169,8 +169,9 @@ class SlidingWindow(Strategy):
         return 1.0 if self._chunks(transcript, [0] * len(transcript.messages)) else 0.1
 
     def wants(self, run: Run) -> bool:
-        """Rule 1, like every layer: asked only while over target. With ``always_apply`` (the
-        seed-000 fixed window) also when beyond the window, even under target."""
+        """Rule 1, like every layer: asked only while over target. With ``always_apply`` (a
+        fixed window applied whatever the budget) also when beyond the window, even under
+        target."""
         if self.always_apply and self.window_size is not None and run.messages:
             msgs = run.messages
             system_end = 0
@@ -194,7 +195,7 @@ class SlidingWindow(Strategy):
         counter: TokenCounter | None = None,
         limit: int | Budget | None = None,
     ) -> CompactionResult:
-        """On its own (``apply``/``compact``), a fixed window is the seed-000 window: it applies
+        """On its own (``apply``/``compact``), a fixed window is a plain window: it applies
         whatever the budget, as if ``always_apply`` were set. In a ladder, rule 1 holds."""
         alone = self
         if self.window_size is not None and not self.always_apply:

@@ -64,15 +64,34 @@ def _check_int(option: str, value: Any, minimum: int, why: str) -> None:
         raise ValueError(f"Summary {option} must be >= {minimum}, got {value}: {why}")
 
 
+class _SummaryCapabilities:
+    """``Summary.capabilities``: the class's worst case, or an instance's own summariser's."""
+
+    #: What a summariser that says nothing about itself may do.
+    ANY = Capabilities(model_call=True, lossless=False, keeps_tool_pairs=True, deterministic=False)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Capabilities:
+        summarizer = getattr(instance, "summarizer", None)
+        if summarizer is None:
+            return self.ANY
+        # A summariser states what it is with ``model_call``/``deterministic`` attributes
+        # (ExtractiveSummarizer does); one that does not is taken to call a model.
+        return Capabilities(
+            model_call=bool(getattr(summarizer, "model_call", True)),
+            lossless=False,
+            keeps_tool_pairs=True,
+            deterministic=bool(getattr(summarizer, "deterministic", False)),
+        )
+
+
 class Summary(_RoundPlanner, _SummaryCalls, Strategy):
     """Replaces the oldest stretches of the conversation with summaries, round by round."""
 
     name: ClassVar[str] = "summary"
-    # It may call a model (the default extractive summariser does not, but the strategy is
-    # built to): ladders and tools that must stay free read this.
-    capabilities: ClassVar[Capabilities] = Capabilities(
-        model_call=True, lossless=False, keeps_tool_pairs=True, deterministic=False
-    )
+    # The class may call a model (ladders and tools that must stay free read this); an
+    # instance answers for its own summariser, so the offline extractive default is reported
+    # as what it is: no model call, deterministic.
+    capabilities: ClassVar[Capabilities] = _SummaryCapabilities()  # type: ignore[assignment]
 
     def __init__(
         self,

@@ -128,6 +128,9 @@ class ExtractiveSummarizer:
     """
 
     name = "extractive"
+    #: Read by ``Summary.capabilities`` (and ``compaction strategies``): no model, same answer.
+    model_call = False
+    deterministic = True
 
     def __init__(self, *, max_objective: int = 600, max_items: int = 8, max_line: int = 200):
         for field, value in (

@@ -2,7 +2,7 @@
 
 OpenAI itself, vLLM, Ollama, the llama.cpp server, LiteLLM: they all speak the same wire
 format, so one client through the official ``openai`` package serves them all. The package is
-an optional extra (``pip install 'compaction[openai]'``), imported only when this class is
+an optional extra (``pip install 'compaction-ladder[openai]'``), imported only when this class is
 built, so the core never depends on it.
 
 The model is sent the standard instructions as the system message and the rendered transcript
@@ -28,7 +28,7 @@ from .deadline import await_with_deadline, call_with_deadline, check_timeout
 
 __all__ = ["DEFAULT_MAX_BYTES", "OpenAIChatSummarizer"]
 
-_INSTALL = "OpenAIChatSummarizer needs the openai package: pip install 'compaction[openai]'"
+_INSTALL = "OpenAIChatSummarizer needs the openai package: pip install 'compaction-ladder[openai]'"
 
 #: The largest answer read by default: a summary of ``max_tokens`` tokens is a few kilobytes
 #: of JSON; a server that sends more is broken or hostile, and is not read on (a 50 MB answer

@@ -1,11 +1,12 @@
-"""Every README example is executed: python blocks run, console examples run and their printed
-output is compared, and whatever cannot run offline is marked and reported (skipped, with the
-reason). The conventions are in ``tests/readme_blocks.py``.
+"""Every example in README.md and in the documentation pages (docs/*.md) is executed: each
+python block alone in a fresh interpreter, console examples with their printed output compared,
+and whatever cannot run offline is marked and reported (skipped, with the reason). The
+conventions are in ``tests/docs_blocks.py``; ``python -m tests.docs_blocks --write PAGE...``
+rewrites the outputs a page shows after a change in behaviour.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -15,21 +16,20 @@ from pathlib import Path
 
 import pytest
 
-from tests.readme_blocks import Block, parse
+from tests.docs_blocks import ROOT, Block, make_scratch, pages, parse, run_python
 
-ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
-EXAMPLE = ROOT / "compaction" / "examples" / "agent_session.json"
-BLOCKS = parse(README)
+BLOCKS = [block for page in pages() for block in parse(page)]
 PYTHON = [b for b in BLOCKS if b.lang == "python"]
-#: Python blocks that name a PostgreSQL URL: each runs on its own (they are self-contained)
-#: against a fresh database on the test server, so that server starts only when one is run.
+#: Python blocks that name a PostgreSQL URL run against a fresh database on the test server,
+#: so that server starts only when one is run.
 POSTGRES = [b for b in PYTHON if "postgresql://" in b.code and b.skip is None]
 OFFLINE = [b for b in PYTHON if b not in POSTGRES]
 CONSOLE = [b for b in BLOCKS if b.lang == "console"]
-SHELL = [b for b in BLOCKS if b.lang in ("sh", "bash", "shell")]
+#: The README's two setup commands (the quickstart, and the test suite as .ci/run runs it).
+SETUP = [b for b in parse(README) if b.lang in ("sh", "bash", "shell") and not b.skip][:2]
 #: Blocks that are data or pictures, not examples to run.
-DATA = {"", "text", "toml", "json", "jsonl"}
+DATA = {"", "text", "toml", "json", "jsonl", "yaml"}
 
 
 def _env(scratch: Path) -> dict[str, str]:
@@ -47,75 +47,87 @@ def _env(scratch: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A working directory like a fresh clone's root, as far as the examples care."""
-    root = tmp_path_factory.mktemp("readme")
-    (root / "compaction" / "examples").mkdir(parents=True)
-    shutil.copy(EXAMPLE, root / "compaction" / "examples" / EXAMPLE.name)
-    for block in BLOCKS:
-        named = re.match(r"#\s*([\w.-]+\.toml)\b", block.code)
-        if block.lang == "toml" and named:
-            (root / named.group(1)).write_text(block.code)
-    return root
+def scratches(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Per page, a working directory like a fresh clone's root, as far as its examples care."""
+    made: dict[str, Path] = {}
+    for page in pages():
+        blocks = parse(page)
+        root = make_scratch(blocks, tmp_path_factory.mktemp(page.stem))
+        made[blocks[0].page if blocks else page.name] = root
+    return made
 
 
-def _run_python(blocks: list[Block], scratch: Path, env: dict[str, str]) -> dict[str, dict]:
-    """Run ``blocks`` in order in one namespace (tests/readme_runner.py): their results by id."""
-    job = [{"id": b.id, "code": b.code} for b in blocks]
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "readme_runner.py")],
-        input=json.dumps(job),
-        capture_output=True,
-        text=True,
-        cwd=scratch,
-        env=env,
-        timeout=600,
+def _scratch(block: Block, scratches: dict[str, Path]) -> Path:
+    return scratches[block.page]
+
+
+def _shown(block: Block, done: subprocess.CompletedProcess[str]) -> str:
+    """The failure message: what ran, what it printed, and what the page shows."""
+    return (
+        f"{block.id} printed other output than the page shows.\n"
+        f"--- printed (paste into the ```text block after line {block.line}) ---\n"
+        f"{done.stdout}"
+        f"--- the page shows ---\n{block.output or ''}"
+        f"--- stderr ---\n{done.stderr[-3000:]}"
     )
-    assert done.returncode == 0, done.stderr
-    return dict(json.loads(done.stdout))
 
 
-@pytest.fixture(scope="module")
-def python_results(scratch: Path) -> dict[str, dict]:
-    return _run_python([b for b in OFFLINE if b.skip is None], scratch, _env(scratch))
-
-
-def test_the_readme_has_examples_to_run() -> None:
-    assert len(PYTHON) >= 8 and len(CONSOLE) >= 5
+def test_the_pages_have_examples_to_run() -> None:
+    assert len(PYTHON) >= 20 and len(CONSOLE) >= 5
+    assert [b for b in parse(README) if b.lang == "python" and not b.skip]
 
 
 def test_every_block_is_run_or_marked() -> None:
     for block in BLOCKS:
-        if block.lang in DATA or block.lang in ("python", "console"):
+        if block.lang in DATA or block.lang in ("python", "console") or block in SETUP:
             continue
-        if block.lang in ("sh", "bash", "shell") and block in SHELL[:2]:
-            continue  # the two setup commands: test_quickstart_* and .ci/run
         assert block.skip, f"{block.id}: run it in the tests, or mark it <!-- not-executed: -->"
 
 
+@pytest.fixture(scope="module")
+def python_results(scratches: dict[str, Path]) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every offline python block run alone, each in its own interpreter, as many at a time
+    as there are cores (most of a block's time is starting Python and importing)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = [b for b in OFFLINE if not b.skip]
+
+    def one(block: Block) -> subprocess.CompletedProcess[str]:
+        scratch = _scratch(block, scratches)
+        return run_python(block, scratch, _env(scratch))
+
+    with ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as pool:
+        return dict(zip([b.id for b in todo], pool.map(one, todo), strict=True))
+
+
 @pytest.mark.parametrize("block", OFFLINE, ids=lambda b: b.id)
-def test_python_block(block: Block, python_results: dict[str, dict]) -> None:
+def test_python_block(
+    block: Block, python_results: dict[str, subprocess.CompletedProcess[str]]
+) -> None:
     if block.skip:
         pytest.skip(f"{block.id} not executed: {block.skip}")
-    result = python_results[block.id]
-    assert result["ok"], f"{block.id} raised:\n{result['error']}"
-    assert result["stdout"] == (block.output or ""), f"{block.id} printed other output"
+    done = python_results[block.id]
+    assert done.returncode == 0, f"{block.id} raised:\n{done.stderr}"
+    assert done.stdout == (block.output or ""), _shown(block, done)
 
 
 def test_the_postgres_example_is_found() -> None:
-    assert POSTGRES, "no README python block names a postgresql:// URL any more"
+    assert POSTGRES, "no python block names a postgresql:// URL any more"
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("block", POSTGRES, ids=lambda b: b.id)
-def test_python_block_on_postgres(block: Block, scratch: Path, postgres_url: str) -> None:
+def test_python_block_on_postgres(
+    block: Block, scratches: dict[str, Path], postgres_url: str
+) -> None:
     # As a reader runs it: $COMPACTION_SESSIONS_URL names the server. Twice on one database,
     # because the example must leave nothing behind that changes a second run.
+    scratch = _scratch(block, scratches)
     env = {**_env(scratch), "COMPACTION_SESSIONS_URL": postgres_url}
     for run in ("first", "second"):
-        result = _run_python([block], scratch, env)[block.id]
-        assert result["ok"], f"{block.id} raised on the {run} run:\n{result['error']}"
-        assert result["stdout"] == (block.output or ""), f"{block.id} printed other output"
+        done = run_python(block, scratch, env)
+        assert done.returncode == 0, f"{block.id} raised on the {run} run:\n{done.stderr}"
+        assert done.stdout == (block.output or ""), _shown(block, done)
     assert block.output, f"{block.id}: state its output in a following ```text block"
     from compaction.sessions import SessionStore
 
@@ -163,11 +175,12 @@ def _commands(block: Block) -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize("block", CONSOLE, ids=lambda b: b.id)
-def test_console_block(block: Block, scratch: Path) -> None:
+def test_console_block(block: Block, scratches: dict[str, Path]) -> None:
     if block.skip:
         pytest.skip(f"{block.id} not executed: {block.skip}")
     commands = _commands(block)
     assert commands, f"{block.id}: no '$ command' line"
+    scratch = _scratch(block, scratches)
     for command, expected in commands:
         done = subprocess.run(
             ["bash", "-c", command + " 2>&1"],
@@ -190,7 +203,8 @@ def test_console_block(block: Block, scratch: Path) -> None:
 
 
 def test_the_readme_test_command_is_what_ci_runs() -> None:
-    command = SHELL[1].code.strip()
+    assert len(SETUP) == 2, "the README shows two setup commands: the quickstart and the tests"
+    command = SETUP[1].code.strip()
     assert command in (ROOT / ".ci" / "run").read_text()
 
 
@@ -213,11 +227,14 @@ def _fresh_copy(dest: Path) -> None:
 @pytest.mark.slow
 def test_quickstart_works_as_printed_on_a_fresh_copy(tmp_path: Path) -> None:
     # The first command exactly as printed, in a fresh copy, in a shell whose PATH has no
-    # virtualenv of ours: afterwards `compaction` must be on PATH for the examples below it.
+    # virtualenv of ours: afterwards `compaction` must be on PATH for the examples below it,
+    # and the working tree must have nothing new for git to show.
     clone = tmp_path / "compaction"
     _fresh_copy(clone)
-    quickstart = SHELL[0].code.strip()
-    count = next(c for c in CONSOLE if "compaction count" in c.code)
+    subprocess.run(["git", "init", "-q"], cwd=clone, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=clone, check=True)
+    quickstart = SETUP[0].code.strip()
+    count = next(c for c in CONSOLE if c.page == "README.md" and "compaction count" in c.code)
     command, expected = _commands(count)[0]
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
     ours = str(Path(sys.executable).parent)
@@ -232,7 +249,12 @@ def test_quickstart_works_as_printed_on_a_fresh_copy(tmp_path: Path) -> None:
         timeout=1200,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert (clone / "compacted.json").is_file()
     tail = done.stdout.splitlines()
     start = next(i for i, line in enumerate(tail) if line.startswith(expected[0][:30]))
     assert _matches(expected, tail[start:]), done.stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=clone, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    untracked = [line for line in status.splitlines() if line.startswith("??")]
+    assert not untracked, f"the quickstart left files for git to show: {untracked}"

@@ -1,36 +1,28 @@
-"""The README's events examples run as written and print what the README shows: the metrics
+"""The events examples of the docs run as written and print what the docs show: the metrics
 recipe (compactions counted correctly, tokens saved per strategy, a p95 run time) and the
 approve-tool hook. Each runs in a fresh interpreter, as a reader would run it."""
 
 from __future__ import annotations
 
-import itertools
-import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.S | re.M)
+from tests.docs_blocks import pages, parse
 
-
-def examples() -> list[tuple[str, str]]:
-    """Each python block directly followed (blank lines only) by the text block it prints."""
-    text = README.read_text()
-    blocks = list(FENCE.finditer(text))
-    pairs = []
-    for block, after in itertools.pairwise(blocks):
-        between = text[block.end() : after.start()]
-        if (block[1], after[1]) == ("python", "text") and not between.strip():
-            pairs.append((block[2], after[2]))
-    return pairs
+TEXT = "\n".join(page.read_text() for page in pages())
 
 
 def example(marker: str) -> tuple[str, str]:
-    found = [(code, out) for code, out in examples() if marker in code]
-    assert len(found) == 1, f"expected one README example containing {marker!r}"
+    """The one python block of the docs containing ``marker``, and the output it shows."""
+    found = [
+        (b.code, b.output or "")
+        for page in pages()
+        for b in parse(page)
+        if b.lang == "python" and marker in b.code and b.output is not None
+    ]
+    assert len(found) == 1, f"expected one docs example containing {marker!r}"
     return found[0]
 
 
@@ -42,7 +34,7 @@ def run(code: str) -> str:
     return done.stdout
 
 
-def test_the_metrics_recipe_prints_what_the_readme_shows() -> None:
+def test_the_metrics_recipe_prints_what_the_docs_show() -> None:
     code, shown = example("quantiles(")
     assert run(code) == shown
 
@@ -61,14 +53,14 @@ def test_the_metrics_recipe_counts_no_op_runs_as_runs_not_compactions() -> None:
     assert run(probe).splitlines()[-1] == "checked"
 
 
-def test_the_approve_tool_example_prints_what_the_readme_shows() -> None:
+def test_the_approve_tool_example_prints_what_the_docs_show() -> None:
     code, shown = example("approve_tool=approve")
     assert run(code) == shown
 
 
 @pytest.mark.parametrize("signal", ["layer_added", "layer_entered", "layer_exited"])
-def test_the_readme_documents_every_new_ladder_signal(signal: str) -> None:
-    assert f"| `{signal}` |" in README.read_text()
+def test_the_docs_document_every_new_ladder_signal(signal: str) -> None:
+    assert f"| `{signal}` |" in TEXT
 
 
 @pytest.mark.parametrize(
@@ -85,5 +77,5 @@ def test_the_readme_documents_every_new_ladder_signal(signal: str) -> None:
         "tool_call_failed",
     ],
 )
-def test_the_readme_documents_every_loop_signal(signal: str) -> None:
-    assert f"| `{signal}` |" in README.read_text()
+def test_the_docs_document_every_loop_signal(signal: str) -> None:
+    assert f"| `{signal}` |" in TEXT
