@@ -54,7 +54,7 @@ def test_the_metrics_recipe_counts_no_op_runs_as_runs_not_compactions() -> None:
 
 
 def test_the_approve_tool_example_prints_what_the_docs_show() -> None:
-    code, shown = example("approve_tool=approve")
+    code, shown = example("TurnLoop(model, [delete, search], approve_tool=approve)")
     assert run(code) == shown
 
 
