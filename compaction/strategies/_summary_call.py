@@ -27,6 +27,7 @@ from ..summarizers.base import (
     summarizer_name,
 )
 from ..summarizers.deadline import await_with_deadline, call_with_deadline, in_daemon_thread
+from ..ledger import ledger_of, ledger_text
 from ..tokens import TokenCounter
 from ..transcript import mark, provenance
 from ._summary_plan import _Round
@@ -64,7 +65,13 @@ class _SummaryCalls:
         # Counted as the summariser was shown them (notes and summaries as what they stand
         # for), so the header agrees with what the summary says it covers.
         count = sum(stands_for(m) for m in replaced)
-        content = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
+        # The same running ledger the other layers keep: its record rides in ``meta`` (so a
+        # later compaction carries it forward), and its text, in a quarter of what the
+        # summary replaces, says what the person said verbatim, which no summariser rewords.
+        ledger = ledger_of(replaced)
+        chars = sum(len(m.content) for m in replaced)
+        shown = ledger_text(ledger, chars // 2, title="Ledger of these messages.")
+        content = f"[Summary of {plural(count, 'earlier message')}]\n{text}\n{shown}"
         summary = mark(
             Message("user", content),
             strategy=self.name,
@@ -73,6 +80,7 @@ class _SummaryCalls:
             summarizer=self.summarizer_name,
             region=plan.region,
             stands_for=count,
+            facts=ledger.record(),
         )
         before, after = counter.count_messages(replaced), counter.count(summary)
         if after >= before:

@@ -42,7 +42,8 @@ from ..messages import Message
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
-from ..trace import Memo, cut_message, facts_of, note_text, refs_of
+from ..ledger import ledger_cap, ledger_of, ledger_text
+from ..trace import Memo, cut_message, refs_of
 from ..transcript import (
     PROVENANCE_KEY,
     Transcript,
@@ -221,7 +222,13 @@ class SlidingWindow(Strategy):
         validate(messages)
         if not messages:
             return None
-        transcript = parse(messages)
+        # The person's newest words are protected within their share of the target; a fixed
+        # window is the caller's contract on exactly what stays, so there they are not.
+        transcript = (
+            parse(messages, counter=counter, target=target)
+            if self.window_size is None
+            else parse(messages)
+        )
         counts = [counter.count(m) for m in transcript.messages]
         chunks = self._chunks(transcript, counts)
         if not chunks:
@@ -266,7 +273,7 @@ class SlidingWindow(Strategy):
         # The note grows with what it names, so it is written and counted for each cut tried
         # (a short text, counted once per try: never the conversation again).
         while True:
-            note = self._note(transcript, chunks[:p], memo)
+            note = self._note(transcript, chunks[:p], memo, target)
             cost = counter.count(note)
             if total - dropped_tokens + cost <= target or p == len(chunks):
                 break
@@ -307,7 +314,7 @@ class SlidingWindow(Strategy):
         msgs = transcript.messages
         rest = chunks[: p - 1]
         # No note for nothing, nor for older notes alone (swapping notes is no rewrite).
-        note = self._note(transcript, rest, memo) if not all(c.notes_only for c in rest) else None
+        note = self._note(transcript, rest, memo, target) if not all(c.notes_only for c in rest) else None
         room = target - kept - (counter.count(note) if note is not None else 0)
         if note is None:
             room -= sum(c.tokens for c in rest)  # those stay, then
@@ -329,7 +336,9 @@ class SlidingWindow(Strategy):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _note(self, transcript: Transcript, chunks: Sequence[_Chunk], memo: Memo) -> Message:
+    def _note(
+        self, transcript: Transcript, chunks: Sequence[_Chunk], memo: Memo, target: int
+    ) -> Message:
         """The note standing for the messages of ``chunks``: what went, by name (see
         :mod:`compaction.trace`), folding in the facts of older notes among them."""
         msgs = transcript.messages
@@ -338,15 +347,34 @@ class SlidingWindow(Strategy):
         for index in sorted(g for chunk in chunks for g in chunk.groups):
             replaced.extend(msgs[groups[index].start : groups[index].end])
         refs = refs_of(replaced, memo.refs)
-        facts = facts_of(replaced, memo.facts)
+        ledger = ledger_of(replaced, memo.facts)
         chars = sum(c.chars for c in chunks)
-        text = note_text(facts, chars, messages=len(refs))
+        gone = {g for chunk in chunks for g in chunk.groups}
+        # The person's messages still there after the note: a value they changed since is
+        # not shown as current in the note.
+        later = [
+            msgs[group.start].content
+            for index, group in enumerate(groups)
+            if index not in gone
+            and group.kind == "user"
+            and is_person_written(msgs[group.start])
+            and (not gone or index > min(gone))
+        ]
+        text = ledger_text(
+            ledger,
+            chars,
+            messages=len(refs),
+            max_chars=ledger_cap(target),
+            later=later,
+            show_task=transcript.task in gone,
+        )
         record = {
             "strategy": self.name,
             "kind": "note",
             "replaces": refs,
             "dropped": len(refs),
-            "facts": facts.record(),
+            "facts": ledger.record(),
+            "ledger_chars": len(text),
         }
         return Message("user", text, meta={PROVENANCE_KEY: record})
 
