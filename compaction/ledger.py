@@ -74,6 +74,7 @@ class Ledger:
     """What a stretch of removed messages held: bounded, ordered oldest to newest, mergeable."""
 
     __slots__ = (
+        "chars",
         "commands",
         "edited",
         "errors",
@@ -105,6 +106,7 @@ class Ledger:
         self.pending: dict[str, str] = {}  # tool call id -> its command, for the exit code
         self.messages = 0
         self.steps = 0
+        self.chars = 0  # of the original messages it stands for: what bounds its text
 
     # -- reading messages ----------------------------------------------------------------------
 
@@ -125,6 +127,7 @@ class Ledger:
             self.absorb(own)
             return
         self.messages += 1
+        self.chars += len(message.content) + sum(len(c.arguments) for c in message.tool_calls)
         self.refs.append(message_ref(message))
         if is_person_written(message):
             self._said(message.content)
@@ -192,6 +195,7 @@ class Ledger:
         """Fold in ``other``, a ledger of newer messages."""
         self.messages += other.messages
         self.steps += other.steps
+        self.chars += other.chars
         self.refs.extend(other.refs)
         if self.task is None:
             self.task = other.task
@@ -234,6 +238,7 @@ class Ledger:
             return out
         out.messages = _int(facts.get("messages"), len(refs))
         out.steps = _int(facts.get("steps"), 0)
+        out.chars = _int(facts.get("chars"), 0)
         task = facts.get("task")
         out.task = str(task)[:_TASK_CHARS] if task else None
         for item in _items(facts.get("said")):
@@ -267,6 +272,7 @@ class Ledger:
         return {
             "messages": self.messages,
             "steps": self.steps,
+            "chars": self.chars,
             "task": self.task,
             "said": tuple((s.kind, s.text) for s in self.said),
             "stale": tuple(self.stale),
@@ -333,6 +339,9 @@ def ledger_text(
     person's messages still in the conversation after the ledger: a statement one of them
     supersedes is not shown as current. ``show_task``: the task message itself is gone.
     ``title`` replaces the opening count (a summary carries the ledger under its own header)."""
+    # What it stands for includes what older ledgers it absorbed stood for: a ledger carried
+    # through five compactions is bounded by all it replaced, not by the last round's share.
+    stands_for_chars = max(stands_for_chars, ledger.chars)
     bound = min(max(max_chars, MIN_NOTE_CHARS), max(MIN_NOTE_CHARS, stands_for_chars // 2))
     n = ledger.messages if messages is None else messages
     head = (

@@ -235,7 +235,7 @@ def test_a_note_names_files_commands_errors_and_recall_ids_within_its_bound():
     assert text.startswith("[6 earlier messages (3 tool steps) removed")
     many = facts_of(
         [
-            assistant("", [ToolCall(f"r{i}", "Read", {"file_path": f"/p/f{i}.py"})])
+            assistant("", [ToolCall(f"r{i}", "Read", {"file_path": f"/p/{'d' * 40}/f{i}.py"})])
             for i in range(500)
         ]
     )

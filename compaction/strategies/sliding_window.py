@@ -20,8 +20,12 @@ way (the protection policy in the README, issue 12):
 2. the finest grain that keeps a call with its results: one group (a step: an assistant
    message and every tool result answering it) at a time, oldest first, so no more is dropped
    than needed; harness-written (synthetic) user text goes with the history around it;
-3. then the current request's own oldest steps;
-4. older person-written user messages last: they are small and they are what the person asked.
+3. then the current request's own oldest steps.
+
+The person's newest messages are protected within their share of the target (see
+:func:`compaction.transcript.parse`); older ones go with the history, and the ledger carries
+what they said, verbatim sentence by sentence. A fixed window protects no words (it is the
+caller's contract on what stays) and gives person-written messages up last.
 
 What went is named by one note where the first dropped message was (the files, commands, error
 names and recall ids, see :mod:`compaction.trace`); an older note among the dropped messages is
@@ -426,12 +430,21 @@ class SlidingWindow(Strategy):
         history_end = cut if anchor is None else anchor
         msgs = transcript.messages
 
+        # The person's newest messages are protected within their share (``words``); older
+        # ones go with the history around them, oldest first: the ledger carries what they
+        # said, sentence by sentence (a fixed window, which protects no words, still gives
+        # them up last, as it always did).
         order: list[int] = []
-        asked: list[int] = []  # older person-written user messages: the last to go
+        asked: list[int] = []
+        last = bool(self.window_size is not None)
         for index in range(history_end):
             if index in protected:
                 continue
-            if groups[index].kind == "user" and is_person_written(msgs[groups[index].start]):
+            if (
+                last
+                and groups[index].kind == "user"
+                and is_person_written(msgs[groups[index].start])
+            ):
                 asked.append(index)
             else:
                 order.append(index)

@@ -24,7 +24,8 @@ from ..checks import check_format
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..trace import cut_message, error_names
+from ..facts import error_names, exit_code, failing_tests
+from ..trace import cut_message
 from ..transcript import is_pinned, mark, message_ref, parse, provenance
 from ..validate import validate
 
@@ -165,12 +166,20 @@ class ToolResults(Strategy):
             ref=ref,
             errors=f"; it reported {', '.join(errors)}" if errors else "",
         )
+        # What the output held that the running ledger carries (exit code, errors, failing
+        # tests), recorded in meta so a later note reads it there, not from the cleared text.
+        own = (record or {}).get("facts")
+        facts = dict(own) if isinstance(own, dict) else {}
+        facts.setdefault("exit", exit_code(result.content))
+        facts.setdefault("errors", tuple(error_names(result.content)))
+        facts.setdefault("failing", tuple(failing_tests(result.content)))
         return mark(
             result.replace(content=text),
             strategy=self.name,
             kind="placeholder",
             replaces=[result],
             tool=tool_name,
+            facts=facts,
         )
 
     def rewrite(
