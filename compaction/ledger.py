@@ -342,7 +342,7 @@ def ledger_text(
     # What it stands for includes what older ledgers it absorbed stood for: a ledger carried
     # through five compactions is bounded by all it replaced, not by the last round's share.
     stands_for_chars = max(stands_for_chars, ledger.chars)
-    bound = min(max(max_chars, MIN_NOTE_CHARS), max(MIN_NOTE_CHARS, stands_for_chars // 2))
+    bound = min(max_chars, max(MIN_NOTE_CHARS, stands_for_chars // 2))
     n = ledger.messages if messages is None else messages
     head = (
         f"[{n} earlier message{'s' if n != 1 else ''}"

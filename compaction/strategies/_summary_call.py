@@ -66,23 +66,31 @@ class _SummaryCalls:
         # for), so the header agrees with what the summary says it covers.
         count = sum(stands_for(m) for m in replaced)
         # The same running ledger the other layers keep: its record rides in ``meta`` (so a
-        # later compaction carries it forward), and its text, in a quarter of what the
+        # later compaction carries it forward), and its text, in at most a quarter of what the
         # summary replaces, says what the person said verbatim, which no summariser rewords.
+        # When that text would make the summary no smaller, the summary goes without it (the
+        # record stays in meta).
         ledger = ledger_of(replaced)
         chars = sum(len(m.content) for m in replaced)
-        shown = ledger_text(ledger, chars // 2, title="Ledger of these messages.")
-        content = f"[Summary of {plural(count, 'earlier message')}]\n{text}\n{shown}"
-        summary = mark(
-            Message("user", content),
-            strategy=self.name,
-            kind="summary",
-            replaces=replaced,
-            summarizer=self.summarizer_name,
-            region=plan.region,
-            stands_for=count,
-            facts=ledger.record(),
+        shown = ledger_text(
+            ledger, 0, max_chars=chars // 4, title="Ledger of these messages."
         )
-        before, after = counter.count_messages(replaced), counter.count(summary)
+        header = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
+        before = counter.count_messages(replaced)
+        for content in (f"{header}\n{shown}", header):
+            summary = mark(
+                Message("user", content),
+                strategy=self.name,
+                kind="summary",
+                replaces=replaced,
+                summarizer=self.summarizer_name,
+                region=plan.region,
+                stands_for=count,
+                facts=ledger.record(),
+            )
+            after = counter.count(summary)
+            if after < before:
+                break
         if after >= before:
             raise SummarizerError(
                 f"summary ({after} tokens) is not smaller than the "
