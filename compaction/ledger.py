@@ -83,6 +83,7 @@ class Ledger:
         "messages",
         "pending",
         "refs",
+        "results",
         "said",
         "seen",
         "stale",
@@ -104,6 +105,7 @@ class Ledger:
         self.todos: list[str] | None = None
         self.refs: list[str] = []
         self.pending: dict[str, str] = {}  # tool call id -> its command, for the exit code
+        self.results: dict[str, int] = {}  # tool call id -> exit code, its call not yet seen
         self.messages = 0
         self.steps = 0
         self.chars = 0  # of the original messages it stands for: what bounds its text
@@ -181,13 +183,20 @@ class Ledger:
                 _put(self.errors, str(name))
             for test in own.get("failing", ()):
                 _put(self.failing, str(test))
-        command = self.pending.pop(message.tool_call_id or "", None)
-        if command is not None and code is not None and command in self.commands:
-            self.commands[command] = code
+        if code is not None:
+            self._exit(message.tool_call_id or "", code)
         for name in error_names(text):
             _put(self.errors, name)
         for test in failing_tests(text):
             _put(self.failing, test)
+
+    def _exit(self, call_id: str, code: int) -> None:
+        command = self.pending.pop(call_id, None)
+        if command is None:
+            # the call is in another message, read apart (a cached ledger): matched on absorb
+            self.results[call_id] = code
+        elif command in self.commands:
+            self.commands[command] = code
 
     # -- merging -------------------------------------------------------------------------------
 
@@ -215,6 +224,8 @@ class Ledger:
             _put(self.commands, command, code)
         for call_id, command in other.pending.items():
             self.pending[call_id] = command
+        for call_id, code in other.results.items():
+            self._exit(call_id, code)
         for name in other.errors:
             _put(self.errors, name)
         for test in other.failing:

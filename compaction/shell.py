@@ -53,6 +53,21 @@ def looks_like_path(arg: str) -> bool:
     return _WHOLE_PATH.fullmatch(arg) is not None and not arg.startswith("/dev/")
 
 
+def _is_file(arg: str) -> bool:
+    """Whether an argument in a file's place (a redirect target, a ``sed -i`` operand) is one:
+    any plain word there names a file, whatever its extension."""
+    if looks_like_path(arg):
+        return True
+    return (
+        bool(arg)
+        and not arg.startswith(("-", "/dev/", "&"))
+        and len(arg) < 300
+        and "://" not in arg
+        and not any(c in arg for c in "$*?{}[]`'\"\\ \t")
+        and any(c.isalnum() for c in arg)
+    )
+
+
 def _lines(command: str) -> list[str]:
     """The command's lines, heredoc bodies left out (they are data)."""
     out: list[str] = []
@@ -200,7 +215,7 @@ def _one(argv: list[str], read: dict[str, None], edited: dict[str, None]) -> Non
             if target == "&":  # ``2>&1``
                 i += 3
                 continue
-            if looks_like_path(target):
+            if _is_file(target):
                 (read if token == "<" else edited)[target] = None
             i += 2
             continue
@@ -217,7 +232,7 @@ def _one(argv: list[str], read: dict[str, None], edited: dict[str, None]) -> Non
     else:
         named, changed = handler(words[1:])
     for arg in changed:
-        if looks_like_path(arg):
+        if _is_file(arg):
             edited[arg] = None
     for arg in named:
         if looks_like_path(arg):

@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
-from .facts import MAX_COMMAND_CHARS, error_names, paths_in
+from .facts import MAX_COMMAND_CHARS, error_names, failing_tests, paths_in
 from .ledger import MAX_FACTS, MAX_NOTE_CHARS, MIN_NOTE_CHARS, Ledger, ledger_of, ledger_text
 from .messages import Message
 from .tokens import TokenCounter
@@ -74,6 +74,18 @@ def cut_middle(
     return None
 
 
+def _marker(text: str) -> str:
+    """The cut marker, naming the failing tests and errors the text reports (at most three of
+    each, the last ones: a test run's verdict sits in the middle of its output as often as at
+    its end, and a cut must not be where it vanishes)."""
+    names = error_names(text)[-3:] + [f"failing {t}" for t in failing_tests(text)[-3:]]
+    if not names:
+        return CUT_MARKER
+    said = "; it reported " + ", ".join(names)
+    said = said.replace("{", "{{").replace("}", "}}")
+    return CUT_MARKER.replace(" …]", said + " …]")
+
+
 def original_chars(message: Message) -> int:
     """How long the original text of ``message`` was: a message cut again (a tighter limit
     later) still tells the size of the text before the first cut."""
@@ -104,7 +116,7 @@ def cut_message(
     ref = str(earlier[0]) if earlier else message_ref(message)
     # A message with a known token count (``tokens``) says nothing of its text's density.
     known = max(size - overhead, 1) if message.tokens is None else None
-    text = cut_middle(message.content, want, ref, counter, tokens=known)
+    text = cut_middle(message.content, want, ref, counter, marker=_marker(message.content), tokens=known)
     if text is None:
         return None
     original = original_chars(message)

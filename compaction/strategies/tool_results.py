@@ -159,12 +159,14 @@ class ToolResults(Strategy):
         earlier = record.get("replaces") if record is not None else None
         ref = str(earlier[0]) if earlier else message_ref(result)
         errors = error_names(result.content)[:MAX_ERRORS]
+        failing = failing_tests(result.content)[-MAX_ERRORS:]
+        reported = errors + [f"failing {test}" for test in failing]
         text = self.placeholder.format(
             name=tool_name,
             args=_render_args(call),
             call_id=result.tool_call_id,
             ref=ref,
-            errors=f"; it reported {', '.join(errors)}" if errors else "",
+            errors=f"; it reported {', '.join(reported)}" if reported else "",
         )
         # What the output held that the running ledger carries (exit code, errors, failing
         # tests), recorded in meta so a later note reads it there, not from the cleared text.
