@@ -363,10 +363,7 @@ def ledger_text(
     if title is not None:
         head = f"[{title}"
     room = bound - len(head) - 1
-    # The recall range is the one thing of fixed size; it is counted first so the rest knows
-    # its room, and shown only when the rest leaves room for it (see the end).
     recall = _recall(ledger.refs)
-    room -= len(recall) + 1 if recall else 0
 
     later_sentences = [s.text for text in later for s in statements(text)]
     said = [
@@ -374,20 +371,29 @@ def ledger_text(
         for s in ledger.said
         if not any(supersedes(newer, s.text) for newer in later_sentences)
     ]
-    # The person's words by priority (rules, facts, goals), newest first within each.
+    # The person's words by priority (rules, facts, goals), newest first within each; once one
+    # does not fit, nothing of lower priority takes its room.
+    said_head = "\nThe person said (verbatim, latest values):"
     chosen: set[int] = set()
-    said_room = room
+    said_room = room - len(said_head)
+    full = False
     for kind in ("rule", "fact", "goal"):
         for index in range(len(said) - 1, -1, -1):
-            if said[index].kind == kind:
-                cost = len(said[index].text) + 3
-                if cost + 24 <= said_room:
-                    chosen.add(index)
-                    said_room -= cost
+            if said[index].kind != kind:
+                continue
+            cost = len(said[index].text) + 3
+            if cost <= said_room:
+                chosen.add(index)
+                said_room -= cost
+            else:
+                full = True
+                break
+        if full:
+            break
     said_lines = [said[i].text for i in sorted(chosen)]
     said_text = ""
     if said_lines:
-        said_text = "\nThe person said (verbatim, latest values):\n- " + "\n- ".join(said_lines)
+        said_text = said_head + "".join("\n- " + line for line in said_lines)
         room -= len(said_text)
 
     sections: dict[str, str] = {}
@@ -423,8 +429,10 @@ def ledger_text(
         "Open todos",
     )
     body = "".join("\n" + sections[t] for t in order if t in sections)
-    if recall and (room < 12 or stands_for_chars < 2 * len(recall)):
-        recall = ""  # a tiny note: the range would cost more than what it names
+    # The recall range goes last: it is in meta in full whatever the text shows, and a tiny
+    # note is not worth a range longer than what it names.
+    if recall and (room < len(recall) + 1 or stands_for_chars < 2 * len(recall)):
+        recall = ""
     text = head + said_text + body + ("\n" + recall if recall else "")
     return text.rstrip() + "]"
 
