@@ -52,6 +52,10 @@ __all__ = [
 #: The absolute cap on a ledger's text (characters): about 1,500 tokens, whatever it replaces.
 MAX_NOTE_CHARS: Final = 6000
 MIN_NOTE_CHARS: Final = 100
+#: Room a ledger always has (about 300 tokens), however small the target, as notes had before:
+#: below it the files and errors of a run no longer fit, and what it costs is still bounded by
+#: half of what it replaces.
+FLOOR_NOTE_CHARS: Final = 1200
 #: The share of the target a ledger may take (its text, at about four characters a token):
 #: the rest is for what is still there verbatim.
 LEDGER_SHARE: Final = 0.3
@@ -308,8 +312,11 @@ def _items(value: Any) -> Iterable[Any]:
 
 def ledger_cap(target: int) -> int:
     """The most characters a ledger may take in a conversation compacted to ``target`` tokens:
-    :data:`LEDGER_SHARE` of it, within [:data:`MIN_NOTE_CHARS`, :data:`MAX_NOTE_CHARS`]."""
-    return min(MAX_NOTE_CHARS, max(MIN_NOTE_CHARS, int(target * LEDGER_SHARE * _CHARS_PER_TOKEN)))
+    :data:`LEDGER_SHARE` of it, never less than :data:`FLOOR_NOTE_CHARS` (what a note always
+    had room for) nor more than :data:`MAX_NOTE_CHARS`. The bound by what it replaces (half)
+    applies as well, in :func:`ledger_text`."""
+    share = int(target * LEDGER_SHARE * _CHARS_PER_TOKEN)
+    return min(MAX_NOTE_CHARS, max(FLOOR_NOTE_CHARS, share))
 
 
 def ledger_of(messages: Sequence[Message], cache: dict[int, Ledger] | None = None) -> Ledger:

@@ -35,7 +35,7 @@ _EXTENSIONS: Final = (
 )
 #: A whole argument that names a file: a path with a slash, or a name with a known extension.
 _WHOLE_PATH: Final = re.compile(
-    r"(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[\w@+-]/?"
+    r"(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+(?:[\w.@+-]*[\w@+-])?|/[\w.@+-]*[\w@+-]"
     rf"|[\w@+-][\w.@+-]*\.(?:{_EXTENSIONS})",
     re.IGNORECASE,
 )

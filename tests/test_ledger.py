@@ -41,7 +41,8 @@ COUNTER = ApproximateCounter()
         ("echo 1 > pub1.pub", [], ["pub1.pub"]),
         ("cp src/a.py src/b.py", ["src/a.py"], ["src/b.py"]),
         ("grep -rn 'a/b' src/x.py", ["src/x.py"], []),
-        ("cd /testbed && nl -ba django/db/models.py | sed -n 1,20p", ["django/db/models.py"], []),
+        ("cd /testbed && nl -ba django/db/models.py | sed -n 1,20p", ["/testbed", "django/db/models.py"], []),
+        ("grep -rn foo src/", ["src/"], []),
         ("python -c 'import os/path' tests/t.py", ["tests/t.py"], []),
         ("ls > /dev/null 2>&1", [], []),
         ("sed -n '1,5p' \"unclosed", [], []),  # the shell would refuse it: nothing is claimed
@@ -190,7 +191,7 @@ def test_the_ledger_bound_is_a_share_of_what_it_replaces_and_of_the_target():
     assert len(ledger_text(ledger, 10**9)) <= MAX_NOTE_CHARS
     assert len(ledger_text(ledger, 10**9, max_chars=ledger_cap(500))) <= ledger_cap(500)
     assert len(ledger_text(ledger, 800)) <= 400  # half of what it stands for
-    assert ledger_cap(500) == 600  # 30% of 500 tokens at four characters a token
+    assert ledger_cap(500) == 1200 and ledger_cap(2000) == 2400  # 30% at 4 chars a token
 
 
 # -- real transcripts of every format ------------------------------------------------------------
