@@ -35,7 +35,7 @@ from .facts import (
     open_todos,
 )
 from .messages import Message
-from .transcript import is_person_written, message_ref, provenance
+from .transcript import is_note, is_person_written, message_ref, provenance
 from .words import PRIORITY, Statement, latest, statements, supersedes
 
 __all__ = [
@@ -122,7 +122,7 @@ class Ledger:
         ``cache`` (by ``id(message)``, for as long as the messages live) keeps each message's
         own ledger, so a layer that tries several cuts reads each message once."""
         record = provenance(message)
-        if record is not None and record.get("kind") in ("note", "summary"):
+        if record is not None and is_note(message):
             self.merge(record)
             return
         if cache is not None:
@@ -137,8 +137,6 @@ class Ledger:
         self.refs.append(message_ref(message))
         if is_person_written(message):
             self._said(message.content)
-            if self.task is None:
-                self.task = message.content.strip()[:_TASK_CHARS]
         if message.tool_calls:
             self.steps += 1
         for call in message.tool_calls:
@@ -148,6 +146,10 @@ class Ledger:
         elif message.content and message.role != "user":
             for name in error_names(message.content):
                 _put(self.errors, name)
+
+    def set_task(self, text: str) -> None:
+        """Record the task (its opening words): the layer that removed it says so."""
+        self.task = " ".join(text.split())[:_TASK_CHARS] or None
 
     def _said(self, text: str) -> None:
         for statement in statements(text, self.seen):
@@ -210,8 +212,8 @@ class Ledger:
         self.steps += other.steps
         self.chars += other.chars
         self.refs.extend(other.refs)
-        if self.task is None:
-            self.task = other.task
+        if other.task is not None:
+            self.task = self.task or other.task
         for statement in other.said:
             key = statement.text.lower().rstrip(".!? ")
             if key not in self.seen:

@@ -101,9 +101,12 @@ def is_compaction_output(message: Message) -> bool:
 
 
 def is_note(message: Message) -> bool:
-    """True for a note or summary standing in for dropped messages (never a task anchor)."""
+    """True for a note or summary standing in for dropped messages (never a task anchor), cut
+    or not."""
     record = provenance(message)
-    return record is not None and record.get("kind") in _STAND_IN_KINDS
+    return record is not None and (
+        record.get("kind") in _STAND_IN_KINDS or record.get("of") in _STAND_IN_KINDS
+    )
 
 
 def message_ref(message: Message) -> str:
@@ -142,14 +145,24 @@ def mark(
     never an intermediate rewrite that exists nowhere else.
     """
     refs: list[str] = []
-    for old in replaces:
+    olds = list(replaces)
+    for old in olds:
         record = provenance(old)
         earlier = record.get("replaces") if record is not None else None
         if earlier:
             refs.extend(earlier)
         else:
             refs.append(message_ref(old))
-    record = {"strategy": strategy, "kind": kind, "replaces": tuple(refs), **extra}
+    carried: dict[str, Any] = {}
+    if len(olds) == 1 and kind in ("truncated", "placeholder"):
+        # The same message with less text: a cut note or summary is still a stand-in (never a
+        # request the person wrote), and it still carries the ledger it recorded.
+        before = provenance(olds[0]) or {}
+        if before.get("kind") in _STAND_IN_KINDS or before.get("of") in _STAND_IN_KINDS:
+            carried["of"] = before.get("of") or before.get("kind")
+        if "facts" in before:
+            carried["facts"] = before["facts"]
+    record = {"strategy": strategy, "kind": kind, "replaces": tuple(refs), **carried, **extra}
     return message.replace(meta={**message.meta, PROVENANCE_KEY: record}, tokens=None)
 
 

@@ -70,6 +70,11 @@ _VALUE: Final = re.compile(
     r"|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b",
 )
 _WORD: Final = re.compile(r"[a-z]{3,}")
+#: Prohibitions add up ("never use port A for job 2", "never use port B for job 3"): one
+#: replaces another only when it says it changes something.
+_PROHIBITION: Final = re.compile(
+    r"^\W*(?:\w+[,:]\s+)?(?:never|don'?t|do not|must not|mustn'?t|avoid|no)\b", re.IGNORECASE
+)
 #: Words that say a value changed; they are not part of the subject.
 _CHANGE: Final = frozenset(
     "now update updated change changed instead actually correction rather new newer moved "
@@ -122,6 +127,8 @@ def supersedes(newer: str, older: str) -> bool:
     Both must carry a value, the values must differ, and the subjects must be the same: nearly
     the same words (Jaccard >= 0.6), or, when the newer sentence says it changes something
     ("now", "instead", "update", ...), a good share of them (>= 0.4, at least two words).
+    Prohibitions accumulate: a "never ..." is replaced only by a sentence that says it
+    changes something.
     """
     new_values, old_values = set(values_of(newer)), set(values_of(older))
     if not new_values or not old_values or new_values == old_values:
@@ -133,9 +140,10 @@ def supersedes(newer: str, older: str) -> bool:
         return False
     shared = len(a & b)
     jaccard = shared / len(a | b)
-    if jaccard >= 0.6:
+    changes = _changes(newer)
+    if jaccard >= 0.6 and (changes or not _PROHIBITION.match(older)):
         return True
-    return _changes(newer) and shared >= 2 and (jaccard >= 0.4 or shared / len(b) >= 0.75)
+    return changes and shared >= 2 and (jaccard >= 0.4 or shared / len(b) >= 0.75)
 
 
 def _kind(sentence: str) -> StatementKind | None:

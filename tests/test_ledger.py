@@ -127,6 +127,9 @@ def test_statements_are_verbatim_and_filler_and_repeats_go():
         ("The budget cap is $4,700.", "The budget cap is $4,700.", False),
         ("The staging database is ZK-4417.", "Keep answers under 212 words.", False),
         ("Never push to main.", "Never push to dev.", False),  # no value: no supersession
+        ("Never use port QP-7 for job 3.", "Never use port QP-2 for job 2.", False),
+        ("Now never use port QP-7 for job 2.", "Never use port QP-2 for job 2.", True),
+        ("Keep answers under 300 words.", "Keep answers under 212 words.", True),
     ],
 )
 def test_the_latest_value_of_a_subject_supersedes_the_earlier_one(newer, older, expected):

@@ -70,7 +70,7 @@ class _RoundPlanner:
         over = sum(counts) - target
         if over <= 0:
             return None
-        t = parse(messages)
+        t = parse(messages, counter=counter, target=target)  # the person's words protected too
         # Without a task anchor everything is history, but the newest steps are still what the
         # model acts on next: they stay, as they would in the current task.
         limit = len(messages)

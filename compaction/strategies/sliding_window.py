@@ -312,8 +312,8 @@ class SlidingWindow(Strategy):
         """The cut of ``chunks[:p]`` with the last chunk kept in part: its largest message cut
         in the middle so that the whole, with the note for ``chunks[:p - 1]``, fits."""
         last = chunks[p - 1]
-        if len(last.groups) != 1:
-            return None
+        if len(last.groups) != 1 or last.notes_only:
+            return None  # an older ledger is folded into the new one whole, never kept in part
         group = transcript.groups[last.groups[0]]
         msgs = transcript.messages
         rest = chunks[: p - 1]
@@ -351,9 +351,11 @@ class SlidingWindow(Strategy):
         for index in sorted(g for chunk in chunks for g in chunk.groups):
             replaced.extend(msgs[groups[index].start : groups[index].end])
         refs = refs_of(replaced, memo.refs)
-        ledger = ledger_of(replaced, memo.facts)
-        chars = sum(c.chars for c in chunks)
         gone = {g for chunk in chunks for g in chunk.groups}
+        ledger = ledger_of(replaced, memo.facts)
+        if transcript.task is not None and transcript.task in gone:
+            ledger.set_task(msgs[groups[transcript.task].start].content)
+        chars = sum(c.chars for c in chunks)
         # The person's messages still there after the note: a value they changed since is
         # not shown as current in the note.
         later = [
@@ -370,7 +372,7 @@ class SlidingWindow(Strategy):
             messages=len(refs),
             max_chars=ledger_cap(target),
             later=later,
-            show_task=transcript.task in gone,
+            show_task=True,  # set only when the task itself went, now or earlier
         )
         record = {
             "strategy": self.name,
