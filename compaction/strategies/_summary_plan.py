@@ -179,14 +179,16 @@ def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
 
 
 def _unbroken(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
-    """The oldest run of pieces that no protected message breaks."""
-    out: list[Sequence[Group]] = []
+    """The oldest run of two pieces or more that no protected message breaks (else the oldest
+    run): the person's protected words may stand between summaries, and a lone summary before
+    one must not stop the rounds."""
+    runs: list[list[Sequence[Group]]] = [[]]
     for piece in pieces:
         if piece:
-            out.append(piece)
-        elif out:
-            break
-    return out
+            runs[-1].append(piece)
+        elif runs[-1]:
+            runs.append([])
+    return next((run for run in runs if len(run) >= 2), runs[0])
 
 
 def _raw_runs(pieces: Sequence[Sequence[Group]]) -> list[list[Sequence[Group]]]:
