@@ -351,6 +351,7 @@ def ledger_text(
     later: Sequence[str] = (),
     show_task: bool = False,
     title: str | None = None,
+    said_only: bool = False,
 ) -> str:
     """The ledger's text, within ``min(max_chars, max(MIN_NOTE_CHARS, stands_for_chars // 2))``
     characters, the lowest priority cut first (see the module docstring).
@@ -358,7 +359,8 @@ def ledger_text(
     ``messages`` overrides the number of messages said to be removed; ``later`` are the
     person's messages still in the conversation after the ledger: a statement one of them
     supersedes is not shown as current. ``show_task``: the task message itself is gone.
-    ``title`` replaces the opening count (a summary carries the ledger under its own header)."""
+    ``title`` replaces the opening count (a summary carries the ledger under its own header);
+    ``said_only``: only what the person said, or ``""`` when none of it fits."""
     # What it stands for includes what older ledgers it absorbed stood for: a ledger carried
     # through five compactions is bounded by all it replaced, not by the last round's share.
     stands_for_chars = max(stands_for_chars, ledger.chars)
@@ -405,6 +407,8 @@ def ledger_text(
         said_text = said_head + "".join("\n- " + line for line in said_lines)
         room -= len(said_text)
 
+    if said_only:
+        return head + said_text + "]" if said_text else ""
     sections: dict[str, str] = {}
     # (title, items newest first, separator), in the order they give way: first listed is kept.
     commands = [

@@ -66,18 +66,18 @@ class _SummaryCalls:
         # for), so the header agrees with what the summary says it covers.
         count = sum(stands_for(m) for m in replaced)
         # The same running ledger the other layers keep: its record rides in ``meta`` (so a
-        # later compaction carries it forward), and its text, in at most a quarter of what the
-        # summary replaces, says what the person said verbatim, which no summariser rewords.
-        # When that text would make the summary no smaller, the summary goes without it (the
-        # record stays in meta).
+        # later compaction carries it forward and shows it), and the summary's text adds, in at
+        # most a quarter of what it replaces, what the person said, verbatim: a summariser
+        # rewords, and a reworded limit is a wrong limit. When that would make the summary no
+        # smaller, the summary goes without it (the record stays in meta).
         ledger = ledger_of(replaced)
         chars = sum(len(m.content) for m in replaced)
         shown = ledger_text(
-            ledger, 0, max_chars=chars // 4, title="Ledger of these messages."
+            ledger, 0, max_chars=chars // 4, title="What the person said there.", said_only=True
         )
         header = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
         before = counter.count_messages(replaced)
-        for content in (f"{header}\n{shown}", header):
+        for content in dict.fromkeys((f"{header}\n{shown}" if shown else header, header)):
             summary = mark(
                 Message("user", content),
                 strategy=self.name,
