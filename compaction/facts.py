@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .shell import MAX_COMMAND_SCAN, command_files, looks_like_path
+from .shell import MAX_COMMAND_SCAN, command_files, looks_like_path, paths_in
 
 __all__ = [
     "COMMAND_KEYS",
@@ -44,17 +44,6 @@ _MAX_TEST_SCAN: Final = 200_000
 
 _ERROR: Final = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception)")
 _ERROR_END: Final = re.compile(r"(?:Error|Exception)(?![A-Za-z0-9_])")
-_EXTENSIONS: Final = (
-    "py|pyi|pyx|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|yaml|yml|cfg|ini|lock|c|h|cc|"
-    "cpp|hpp|rs|go|java|kt|rb|php|sh|bash|zsh|html|css|scss|sql|xml|csv|log|patch|diff|ipynb|"
-    "vue|svelte|swift|m|mm|cs|fs|scala|lua|pl|r|jl|dart|ex|exs|erl|hs|ml|tf|proto|gradle|mk|"
-    "dockerfile|env|conf|properties|tex|bib|in|j2|jinja|tpl|bat|ps1"
-)
-_PATH: Final = re.compile(
-    r"(?<![\w:/.~-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[\w@+-]"
-    rf"|(?<![\w/.-])[\w@+-][\w.@+-]*\.(?:{_EXTENSIONS})\b(?![/\w])",
-    re.IGNORECASE,
-)
 #: Argument keys whose value is a path as it stands (Claude Code's and most tools' names).
 _PATH_KEYS: Final = frozenset(
     {"file_path", "path", "notebook_path", "filename", "file", "paths", "dir", "directory"}
@@ -91,18 +80,6 @@ def error_names(text: str) -> list[str]:
         if name[:1].isupper() and name.isascii() and _ERROR.fullmatch(name):
             found[name] = None
     return list(found)
-
-
-def paths_in(text: str) -> list[str]:
-    """Path-like tokens in ``text`` (a command line, an argument), in order, each once."""
-    found = []
-    for match in _PATH.finditer(text):
-        token = match.group(0).rstrip(".")
-        if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
-            continue
-        if len(token) > 1:
-            found.append(token)
-    return list(dict.fromkeys(found))
 
 
 def failing_tests(text: str) -> list[str]:
@@ -167,9 +144,10 @@ def call_files(name: str, args: Mapping[str, Any]) -> tuple[list[str], list[str]
             if key in _PATH_KEYS and "\n" not in item and len(item) < 300:
                 (edited if edits else read)[item] = None
             elif key in COMMAND_KEYS and name != "str_replace_editor":
-                got, changed = command_files(item[:MAX_COMMAND_SCAN])
+                got, changed, named = command_files(item[:MAX_COMMAND_SCAN], mentions=True)
                 read.update(dict.fromkeys(got))
                 edited.update(dict.fromkeys(changed))
+                read.update(dict.fromkeys(p for p in named if p not in edited))
             elif key not in COMMAND_KEYS and len(item) < 300 and looks_like_path(item):
                 read[item] = None
     return [p for p in read if p not in edited], list(edited)

@@ -143,7 +143,7 @@ class Ledger:
             self._add_call(call.id, call.name, call.arguments)
         if message.role == "tool":
             self._add_result(message, record)
-        elif message.content and message.role != "user":
+        elif message.content:
             for name in error_names(message.content):
                 _put(self.errors, name)
 

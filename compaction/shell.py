@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Sequence
-from typing import Final
+from typing import Any, Final, Literal, overload
 
-__all__ = ["MAX_COMMAND_SCAN", "command_files", "looks_like_path"]
+__all__ = ["MAX_COMMAND_SCAN", "command_files", "looks_like_path", "paths_in"]
 
 #: Only the first this many characters of a command are read (a pasted file is not a command).
 MAX_COMMAND_SCAN: Final = 4000
@@ -39,6 +39,13 @@ _WHOLE_PATH: Final = re.compile(
     rf"|[\w@+-][\w.@+-]*\.(?:{_EXTENSIONS})",
     re.IGNORECASE,
 )
+#: A path inside free text (code, a heredoc): a run with a slash, or a name with a known
+#: extension. URLs are not paths.
+_PATH: Final = re.compile(
+    r"(?<![\w:/.~-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[\w@+-]"
+    rf"|(?<![\w/.-])[\w@+-][\w.@+-]*\.(?:{_EXTENSIONS})\b(?![/\w])",
+    re.IGNORECASE,
+)
 _SEPARATORS: Final = frozenset({"|", "||", "&&", ";", "&", "(", ")", ";;", "|&", "\n"})
 _WRITE_REDIRECTS: Final = frozenset({">", ">>", ">|", "&>", "&>>"})
 _HEREDOC: Final = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w]*)\1")
@@ -51,6 +58,18 @@ def looks_like_path(arg: str) -> bool:
     if not arg or arg.startswith("-") or "://" in arg or len(arg) > 300:
         return False
     return _WHOLE_PATH.fullmatch(arg) is not None and not arg.startswith("/dev/")
+
+
+def paths_in(text: str) -> list[str]:
+    """Path-like tokens in free text (code, a heredoc body), in order, each once."""
+    found = []
+    for match in _PATH.finditer(text):
+        token = match.group(0).rstrip(".")
+        if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
+            continue
+        if len(token) > 1:
+            found.append(token)
+    return list(dict.fromkeys(found))
 
 
 def _is_file(arg: str) -> bool:
@@ -68,14 +87,16 @@ def _is_file(arg: str) -> bool:
     )
 
 
-def _lines(command: str) -> list[str]:
-    """The command's lines, heredoc bodies left out (they are data)."""
+def _lines(command: str, bodies: list[str] | None = None) -> list[str]:
+    """The command's lines, heredoc bodies left out (they are data; appended to ``bodies``)."""
     out: list[str] = []
     until: str | None = None
     for line in command[:MAX_COMMAND_SCAN].splitlines():
         if until is not None:
             if line.strip() == until:
                 until = None
+            elif bodies is not None:
+                bodies.append(line)
             continue
         out.append(line)
         found = _HEREDOC.search(line)
@@ -181,6 +202,12 @@ def _interpreter(args: Sequence[str]) -> tuple[list[str], list[str]]:
     return operands, []
 
 
+def _code(argv: Sequence[str]) -> list[str]:
+    """The code an interpreter is given inline (``-c``/``-e``), where paths are mentioned."""
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("-c", "-e")]
+
+
+_INTERPRETERS: Final = frozenset({"python", "python3", "bash", "sh", "node"})
 _COMMANDS: Final[dict[str, Callable[[Sequence[str]], tuple[list[str], list[str]]]]] = {
     "sed": _sed,
     "gsed": _sed,
@@ -239,15 +266,32 @@ def _one(argv: list[str], read: dict[str, None], edited: dict[str, None]) -> Non
             read[arg] = None
 
 
-def command_files(command: str) -> tuple[list[str], list[str]]:
+@overload
+def command_files(command: str) -> tuple[list[str], list[str]]: ...
+@overload
+def command_files(
+    command: str, *, mentions: Literal[True]
+) -> tuple[list[str], list[str], list[str]]: ...
+
+
+def command_files(command: str, *, mentions: bool = False) -> Any:
     """``(read, edited)``: the files a shell command line reads and the ones it changes, in
-    order, each once (a file both read and edited is edited)."""
+    order, each once (a file both read and edited is edited). With ``mentions``, a third list:
+    paths merely named in the code it carries (a heredoc body, ``python -c`` code), which an
+    agent may want to find again but which are no argument of the command."""
     read: dict[str, None] = {}
     edited: dict[str, None] = {}
-    for line in _lines(command):
+    bodies: list[str] = []
+    for line in _lines(command, bodies):
         tokens = _split(line)
         if tokens is None:
             continue
         for argv in _simple_commands(tokens):
             _one(argv, read, edited)
-    return [p for p in read if p not in edited], list(edited)
+            if mentions and argv and argv[0].rsplit("/", 1)[-1] in _INTERPRETERS:
+                bodies.extend(_code(argv))
+    out_read = [p for p in read if p not in edited]
+    if not mentions:
+        return out_read, list(edited)
+    named = [p for p in paths_in("\n".join(bodies)) if p not in read and p not in edited]
+    return out_read, list(edited), named
