@@ -339,7 +339,7 @@ def _recall(refs: Sequence[str]) -> str:
         return ""
     if len(unique) == 1:
         return f"Recall id: {unique[0]}."
-    return f"Recall ids: {unique[0]} … {unique[-1]} ({len(unique)}, all listed in meta)."
+    return f"Recall ids: {unique[0]} … {unique[-1]} ({len(refs)}, all listed in meta)."
 
 
 def ledger_text(
