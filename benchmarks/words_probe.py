@@ -23,7 +23,9 @@ from compaction.tokens import default_counter
 ROOT = Path("/work/shared/data/transcripts")
 _IDENT = re.compile(r"`([A-Za-z_][\w.]{3,60})`|\b([a-z]+_[a-z_]+[a-z])\b|\b([A-Z][a-z]+[A-Z]\w+)\b")
 _EXC = re.compile(r"\b([A-Z]\w*(?:Error|Exception))\b")
-_FAILED = re.compile(r"FAILED ([\w./-]+\.py::[\w\[\]:.-]*\w)|^(?:FAIL|ERROR): (test\w*) \(([\w.]+)\)", re.M)
+_FAILED = re.compile(
+    r"FAILED ([\w./-]+\.py::[\w\[\]:.-]*\w)|^(?:FAIL|ERROR): (test\w*) \(([\w.]+)\)", re.M
+)
 _SED_I = re.compile(r"\bsed\s+-i\S*\s+(?:'[^']*'|\"[^\"]*\"|\S+)\s+(\S+)\s*$")
 _REDIRECT = re.compile(r"(?<![0-9&])>{1,2}\s*([\w./-]+\.\w+)")
 
@@ -34,7 +36,7 @@ def transcripts() -> dict[str, tuple[Message, ...]]:
         for path in sorted(ROOT.glob(pattern)):
             try:
                 out[str(path.relative_to(ROOT))] = tuple(load(path).messages)
-            except Exception:  # noqa: BLE001 - a probe skips what it cannot read
+            except Exception:
                 continue
     return out
 
@@ -60,9 +62,15 @@ def answers(messages: tuple[Message, ...]) -> dict[str, list[str]]:
                 args = {"command": call.arguments}
             if not isinstance(args, dict):
                 continue
-            if call.name in ("Edit", "Write", "MultiEdit") and isinstance(args.get("file_path"), str):
+            if call.name in ("Edit", "Write", "MultiEdit") and isinstance(
+                args.get("file_path"), str
+            ):
                 edited.append(args["file_path"])
-            if call.name == "str_replace_editor" and args.get("command") in ("create", "str_replace", "insert"):
+            if call.name == "str_replace_editor" and args.get("command") in (
+                "create",
+                "str_replace",
+                "insert",
+            ):
                 edited.append(str(args.get("path")))
             command = args.get("command")
             if isinstance(command, str) and call.name not in ("str_replace_editor",):
@@ -91,7 +99,7 @@ def run() -> None:
     counter = default_counter()
     pooled: dict[str, list[bool]] = defaultdict(list)
     per_pct: dict[float, list[bool]] = defaultdict(list)
-    for name, messages in transcripts().items():
+    for messages in transcripts().values():
         want = answers(messages)
         total = counter.count_messages(messages)
         for pct in (0.25, 0.40, 0.60):

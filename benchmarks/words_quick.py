@@ -22,12 +22,54 @@ from compaction import assistant, default_pipeline, system, user
 from compaction.messages import Message
 from compaction.tokens import default_counter
 
-_WORDS = (
-    "system design latency cache queue service deploy metric cluster schema index replica "
-    "shard migration rollout feature flag config pipeline artifact release branch review test "
-    "coverage budget vendor contract roadmap quarter team customer ticket incident postmortem "
-    "runbook alert dashboard capacity storage network gateway endpoint token session backup"
-).split()
+_WORDS = [
+    "system",
+    "design",
+    "latency",
+    "cache",
+    "queue",
+    "service",
+    "deploy",
+    "metric",
+    "cluster",
+    "schema",
+    "index",
+    "replica",
+    "shard",
+    "migration",
+    "rollout",
+    "feature",
+    "flag",
+    "config",
+    "pipeline",
+    "artifact",
+    "release",
+    "branch",
+    "review",
+    "test",
+    "coverage",
+    "budget",
+    "vendor",
+    "contract",
+    "roadmap",
+    "quarter",
+    "team",
+    "customer",
+    "ticket",
+    "incident",
+    "postmortem",
+    "runbook",
+    "alert",
+    "dashboard",
+    "capacity",
+    "storage",
+    "network",
+    "gateway",
+    "endpoint",
+    "token",
+    "session",
+    "backup",
+]
 _FILLER = [
     "Thanks, that makes sense.",
     "Can you explain that a bit more?",
@@ -62,17 +104,29 @@ def _statements(rng: random.Random) -> list[tuple[str, str, str]]:
         ("rule", f"Don't touch the legacy module {c[2]} under any circumstances.", c[2]),
         ("rule", f"You must run the {c[3]} checklist before each deploy.", c[3]),
         ("constraint", f"Keep every answer under {n[0]} words.", str(n[0])),
-        ("constraint", f"We can only use region eu-{c[4].lower()} for storage.", f"eu-{c[4].lower()}"),
+        (
+            "constraint",
+            f"We can only use region eu-{c[4].lower()} for storage.",
+            f"eu-{c[4].lower()}",
+        ),
         ("constraint", f"At most {n[1]} requests per minute hit the vendor API.", str(n[1])),
         ("fact", f"The staging database is called {c[5]}.", c[5]),
         ("fact", f"Our account number at the vendor is {n[2]}-{n[3]}.", f"{n[2]}-{n[3]}"),
         ("fact", f"The on-call engineer this week is {_name(rng)}.", ""),
-        ("fact", f"The config lives in deploy/{c[6].lower()}/values.yaml.", f"deploy/{c[6].lower()}/values.yaml"),
+        (
+            "fact",
+            f"The config lives in deploy/{c[6].lower()}/values.yaml.",
+            f"deploy/{c[6].lower()}/values.yaml",
+        ),
         ("preference", f"I prefer the {c[7]} naming scheme for services.", c[7]),
         ("preference", f"I prefer reports in the {c[8]} template.", c[8]),
         ("goal", f"Our goal this sprint is to migrate {n[4]} services.", str(n[4])),
         ("goal", f"The milestone {c[9]} is done, next is {c[10]}.", c[10]),
-        ("goal", f"We want version 4.{n[5] % 97}.{n[5] % 13} shipped.", f"4.{n[5] % 97}.{n[5] % 13}"),
+        (
+            "goal",
+            f"We want version 4.{n[5] % 97}.{n[5] % 13} shipped.",
+            f"4.{n[5] % 97}.{n[5] % 13}",
+        ),
         ("fact", f"The incident ticket is {c[11]}.", c[11]),
         ("rule", f"Only use the {c[0][:2]}Q queue for batch jobs.", f"{c[0][:2]}Q"),
     ]
@@ -100,7 +154,9 @@ def session(seed: int) -> tuple[list[Message], list[dict]]:
     turns[later[0]] = f"Update: the budget cap is now ${budget_new:,}."
     turns[later[1]] = f"We moved the deadline to 2025-03-{day_new:02d}."
     facts.append({"type": "constraint", "value": f"${budget_new:,}", "stale": f"${budget_old:,}"})
-    facts.append({"type": "constraint", "value": f"2025-03-{day_new:02d}", "stale": f"2025-03-{day_old:02d}"})
+    facts.append(
+        {"type": "constraint", "value": f"2025-03-{day_new:02d}", "stale": f"2025-03-{day_old:02d}"}
+    )
     msgs: list[Message] = [system("You are a helpful planning assistant for a software team.")]
     for i, planted_text in enumerate(turns):
         if i == 0:
@@ -164,12 +220,18 @@ def run(seeds: int = 8, mode: str = "parts") -> None:
                         by_type[fact["type"]].append(kept)
                         if fact["stale"]:
                             stale_rate.append(stale)
-        print(f"budget {pct:.0%}: kept after round 5 {sum(by_round[5]) / len(by_round[5]):.0%}; "
-              f"stale presented {sum(stale_rate) / len(stale_rate):.0%}")
-        print("  by round: " + ", ".join(
-            f"r{r} {sum(v) / len(v):.0%}" for r, v in sorted(by_round.items())))
-        print("  by type: " + ", ".join(
-            f"{k} {sum(v) / len(v):.0%}" for k, v in sorted(by_type.items())))
+        print(
+            f"budget {pct:.0%}: kept after round 5 {sum(by_round[5]) / len(by_round[5]):.0%}; "
+            f"stale presented {sum(stale_rate) / len(stale_rate):.0%}"
+        )
+        print(
+            "  by round: "
+            + ", ".join(f"r{r} {sum(v) / len(v):.0%}" for r, v in sorted(by_round.items()))
+        )
+        print(
+            "  by type: "
+            + ", ".join(f"{k} {sum(v) / len(v):.0%}" for k, v in sorted(by_type.items()))
+        )
 
 
 if __name__ == "__main__":

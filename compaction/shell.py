@@ -179,7 +179,9 @@ def _awk(args: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def _pattern_first(args: Sequence[str]) -> tuple[list[str], list[str]]:
     scripted = any(a in ("-e", "-f", "--regexp", "--file") for a in args)
-    operands = _operands(args, frozenset({"-e", "-f", "--regexp", "--file", "-m", "-A", "-B", "-C"}))
+    operands = _operands(
+        args, frozenset({"-e", "-f", "--regexp", "--file", "-m", "-A", "-B", "-C"})
+    )
     return (operands if scripted else operands[1:]), []
 
 
@@ -248,15 +250,15 @@ def _one(argv: list[str], read: dict[str, None], edited: dict[str, None]) -> Non
             continue
         words.append(token)
         i += 1
-    while words and ("=" in words[0] and not words[0].startswith("-") or words[0] in _WRAPPERS):
+    while words and (("=" in words[0] and not words[0].startswith("-")) or words[0] in _WRAPPERS):
         words = words[1:]
     if not words:
         return
     name = words[0].rsplit("/", 1)[-1]
     handler = _COMMANDS.get(name)
-    if handler is None:
-        named, changed = list(words[1:]), []
-    else:
+    named: list[str] = list(words[1:])
+    changed: list[str] = []
+    if handler is not None:
         named, changed = handler(words[1:])
     for arg in changed:
         if _is_file(arg):

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from typing import Final
 
 from .facts import MAX_COMMAND_CHARS, error_names, failing_tests, paths_in
-from .ledger import MAX_FACTS, MAX_NOTE_CHARS, MIN_NOTE_CHARS, Ledger, ledger_of, ledger_text
+from .ledger import MAX_FACTS, Ledger, ledger_of
 from .messages import Message
+from .note import MAX_NOTE_CHARS, MIN_NOTE_CHARS, ledger_text
 from .tokens import TokenCounter
 from .transcript import is_note, mark, message_ref, provenance
 
@@ -116,7 +117,9 @@ def cut_message(
     ref = str(earlier[0]) if earlier else message_ref(message)
     # A message with a known token count (``tokens``) says nothing of its text's density.
     known = max(size - overhead, 1) if message.tokens is None else None
-    text = cut_middle(message.content, want, ref, counter, marker=_marker(message.content), tokens=known)
+    text = cut_middle(
+        message.content, want, ref, counter, marker=_marker(message.content), tokens=known
+    )
     if text is None:
         return None
     original = original_chars(message)

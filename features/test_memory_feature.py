@@ -31,7 +31,19 @@ FILLER = (
     "Interesting, go on.",
     "Great, thanks!",
 )
-WORDS = "cache queue deploy schema index replica shard rollout config release review".split()
+WORDS = [
+    "cache",
+    "queue",
+    "deploy",
+    "schema",
+    "index",
+    "replica",
+    "shard",
+    "rollout",
+    "config",
+    "release",
+    "review",
+]
 
 
 def _reply(rng: random.Random) -> Message:
@@ -43,7 +55,11 @@ def world():
     return {}
 
 
-@given(parsers.parse("a chat of {turns:d} turns where the person states 6 rules and facts among filler"))
+@given(
+    parsers.parse(
+        "a chat of {turns:d} turns where the person states 6 rules and facts among filler"
+    )
+)
 def chat(world, turns):
     rng = random.Random(7)
     msgs = [system("You are a planning assistant."), user("Help me plan the migration.")]
@@ -73,7 +89,9 @@ def _ladder(kind: str) -> CompactionPipeline:
 @when(parsers.parse("the {kind} ladder compacts it to {pct:d}% of its size"))
 def compacts(world, kind, pct):
     world["target"] = COUNTER.count_messages(world["messages"]) * pct // 100
-    world["result"] = list(_ladder(kind).compact(world["messages"], target=world["target"]).messages)
+    world["result"] = list(
+        _ladder(kind).compact(world["messages"], target=world["target"]).messages
+    )
 
 
 @when(parsers.parse("the default ladder compacts it to {pct:d}% of its size, {n:d} times in a row"))
@@ -82,7 +100,9 @@ def compacts_rounds(world, pct, n):
     ladder = _ladder("default")
     current = list(ladder.compact(world["messages"], target=target).messages)
     for _ in range(n - 1):
-        more = [m for _ in range(4) for m in (user(world["rng"].choice(FILLER)), _reply(world["rng"]))]
+        more = [
+            m for _ in range(4) for m in (user(world["rng"].choice(FILLER)), _reply(world["rng"]))
+        ]
         current = list(ladder.compact([*current, *more], target=target).messages)
     world["result"] = current
 

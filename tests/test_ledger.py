@@ -10,8 +10,9 @@ import pytest
 
 from compaction import ApproximateCounter, ToolCall
 from compaction.facts import exit_code, failing_tests
-from compaction.ledger import MAX_NOTE_CHARS, Ledger, ledger_cap, ledger_of, ledger_text
+from compaction.ledger import Ledger, ledger_of
 from compaction.messages import Message, assistant, system, tool, user
+from compaction.note import MAX_NOTE_CHARS, ledger_cap, ledger_text
 from compaction.shell import command_files
 from compaction.transcript import PROVENANCE_KEY, is_note, parse, provenance
 from compaction.trigger import default_pipeline
@@ -41,7 +42,11 @@ COUNTER = ApproximateCounter()
         ("echo 1 > pub1.pub", [], ["pub1.pub"]),
         ("cp src/a.py src/b.py", ["src/a.py"], ["src/b.py"]),
         ("grep -rn 'a/b' src/x.py", ["src/x.py"], []),
-        ("cd /testbed && nl -ba django/db/models.py | sed -n 1,20p", ["/testbed", "django/db/models.py"], []),
+        (
+            "cd /testbed && nl -ba django/db/models.py | sed -n 1,20p",
+            ["/testbed", "django/db/models.py"],
+            [],
+        ),
         ("grep -rn foo src/", ["src/"], []),
         ("python -c 'import os/path' tests/t.py", ["tests/t.py"], []),
         ("ls > /dev/null 2>&1", [], []),
@@ -64,7 +69,9 @@ def test_edit_tools_edit_and_str_replace_editor_view_reads():
     dropped = [
         assistant("", [ToolCall("a", "Edit", {"file_path": "/src/a.py"})]),
         tool("a", "ok"),
-        assistant("", [ToolCall("b", "str_replace_editor", {"command": "view", "path": "/r/b.py"})]),
+        assistant(
+            "", [ToolCall("b", "str_replace_editor", {"command": "view", "path": "/r/b.py"})]
+        ),
         tool("b", "ok"),
         assistant(
             "", [ToolCall("c", "str_replace_editor", {"command": "str_replace", "path": "/r/c.py"})]

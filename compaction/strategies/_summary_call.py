@@ -17,7 +17,9 @@ from typing import Any, ClassVar
 from .. import events
 from .._log import log
 from .._text import plural
+from ..ledger import ledger_of
 from ..messages import Message
+from ..note import ledger_text
 from ..strategy import current_labels
 from ..summarizers.base import (
     SummarizerError,
@@ -27,7 +29,6 @@ from ..summarizers.base import (
     summarizer_name,
 )
 from ..summarizers.deadline import await_with_deadline, call_with_deadline, in_daemon_thread
-from ..ledger import ledger_of, ledger_text
 from ..tokens import TokenCounter
 from ..transcript import mark, provenance
 from ._summary_plan import _Round

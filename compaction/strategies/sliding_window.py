@@ -42,11 +42,12 @@ from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from ..budget import Budget
+from ..ledger import ledger_of
 from ..messages import Message
+from ..note import ledger_cap, ledger_text
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
-from ..ledger import ledger_cap, ledger_of, ledger_text
 from ..trace import Memo, cut_message, refs_of
 from ..transcript import (
     PROVENANCE_KEY,
@@ -318,7 +319,11 @@ class SlidingWindow(Strategy):
         msgs = transcript.messages
         rest = chunks[: p - 1]
         # No note for nothing, nor for older notes alone (swapping notes is no rewrite).
-        note = self._note(transcript, rest, memo, target) if not all(c.notes_only for c in rest) else None
+        note = (
+            self._note(transcript, rest, memo, target)
+            if not all(c.notes_only for c in rest)
+            else None
+        )
         room = target - kept - (counter.count(note) if note is not None else 0)
         if note is None:
             room -= sum(c.tokens for c in rest)  # those stay, then

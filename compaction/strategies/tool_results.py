@@ -21,10 +21,10 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar, Final
 
 from ..checks import check_format
+from ..facts import error_names, exit_code, failing_tests
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..facts import error_names, exit_code, failing_tests
 from ..trace import cut_message
 from ..transcript import is_pinned, mark, message_ref, parse, provenance
 from ..validate import validate
