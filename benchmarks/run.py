@@ -88,6 +88,8 @@ SUITES: Final = (
     ),
     Suite("quality", "benchmarks.quality", "suite", "benchmarks.quality_report:markdown"),
     Suite("frameworks", "benchmarks.frameworks", "suite", "section"),
+    Suite("remembered", "benchmarks.remembered"),
+    Suite("probe", "benchmarks.probe"),
     Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
 )
 
