@@ -242,3 +242,33 @@ def test_json_arguments_that_are_not_mappings_are_read_as_a_command():
     call = ToolCall("x", "bash", json.dumps(["sed", "-i", "s/a/b/", "a.py"]))
     ledger = ledger_of([assistant("", [call]), tool("x", "ok"), system("s")][:2])
     assert ledger.steps == 1  # no crash on a list of arguments
+
+
+# -- the person's share, in one place ------------------------------------------------------------
+
+
+def test_the_person_s_newest_messages_are_protected_newest_first_within_their_share():
+    msgs = [system("s"), user("the task " * 50)]
+    for n in range(6):
+        msgs += [user(f"rule {n} " * 5), assistant("reply " * 40)]
+    sizes = [COUNTER.count(m) for m in msgs]
+    target = sizes[2] * 3 * 4  # a quarter of it holds three of the person's messages
+    t = parse(msgs, counter=COUNTER, target=target)
+    protected = [msgs[t.groups[i].start].content for i in sorted(t.words)]
+    assert protected == [f"rule {n} " * 5 for n in (3, 4, 5)]  # the newest three, not the task
+    assert t.words <= t.protected and t.task in t.protected
+    assert parse(msgs).words == frozenset()  # without a target, only the task and the newest
+
+
+def test_a_cut_note_is_still_a_stand_in_and_keeps_its_ledger():
+    from compaction.transcript import mark
+
+    ledger = ledger_of([user("Never rebase main on Fridays.")])
+    note = Message(
+        "user",
+        "[1 earlier message removed.]",
+        meta={PROVENANCE_KEY: {"kind": "summary", "replaces": ("a",), "facts": ledger.record()}},
+    )
+    cut = mark(note.replace(content="[1 ear…]"), strategy="fit", kind="truncated", replaces=[note])
+    assert is_note(cut) and parse([system("s"), cut]).groups[0].kind == "note"
+    assert ledger_of([cut]).said == ledger.said
