@@ -44,12 +44,19 @@ MAX_SENTENCE_CHARS: Final = 400
 _MAX_SCAN: Final = 20_000
 
 _SENTENCE: Final = re.compile(r"(?:[^\n.!?]|[.!?](?=[\w/\\]))+(?:[.!?]+|\n|$)")
+#: Words that instruct or constrain on their own ("never", "must", "at most", "prefer").
 _RULE: Final = re.compile(
-    r"\b(never|always|must|mustn't|don't|do not|dont|only|no more than|at most|at least|"
-    r"not allowed|forbidden|required?|limit|cap|budget|deadline|due|by (?:monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday|tomorrow|tonight|noon|eod)|prefer\w*|"
-    r"make sure|avoid|should(?:n't)?|need to|has to|have to|rule|constraint|policy|ensure|"
-    r"keep|use)\b",
+    r"\b(never|always|must|mustn't|don't|do not|dont|only|no more than|no later than|at most|"
+    r"at least|not allowed|forbidden|deadline|due (?:by|on)|by (?:monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday|tomorrow|tonight|noon|eod)|prefer\w*|make sure|avoid|"
+    r"ensure|no exceptions|under no circumstances)\b",
+    re.IGNORECASE,
+)
+#: Words that instruct only with a value beside them ("keep it under 200 words", "the cap is
+#: $4,700"): alone, "keep going" or "the budget review" is talk, not a rule.
+_RULE_WITH_VALUE: Final = re.compile(
+    r"\b(keep|use|should(?:n't)?|need to|has to|have to|limit|cap|budget|required?|rule|"
+    r"constraint|policy|max(?:imum)?|min(?:imum)?|under|below|within|up to)\b",
     re.IGNORECASE,
 )
 _GOAL: Final = re.compile(
@@ -238,7 +245,10 @@ def _kind(sentence: str) -> StatementKind | None:
         return None
     if _RULE.search(sentence):
         return "rule"
-    if values_of(sentence):
+    has_value = bool(values_of(sentence))
+    if has_value and _RULE_WITH_VALUE.search(sentence):
+        return "rule"
+    if has_value:
         return "fact"
     if _GOAL.search(sentence):
         return "goal"
