@@ -65,7 +65,7 @@ _GOAL: Final = re.compile(
     re.IGNORECASE,
 )
 #: A value: a number (with its unit or currency sign), a code, a version, a path, a date, a
-#: quoted string, a CamelCase or dotted name, an email or a URL.
+#: quoted string, a CamelCase or dotted name, a proper name, an email or a URL.
 _VALUE: Final = re.compile(
     r"[$€£¥]?\d[\d,._:/-]*\d?(?:%|[a-zA-Z]{1,3}\b)?"
     r"|\b[A-Za-z]+[-_][A-Za-z0-9_-]*\d[A-Za-z0-9_-]*\b"
@@ -74,7 +74,9 @@ _VALUE: Final = re.compile(
     r"|(?:[\w.-]+/)+[\w.-]+|[\w.-]+\.(?:py|js|ts|md|json|toml|yaml|yml|txt|cfg|sh|rs|go)\b"
     r"|\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'|`[^`\n]{1,80}`"
     r"|\b[\w.+-]+@[\w-]+\.[\w.]+\b|https?://\S+"
-    r"|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b",
+    r"|\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b"
+    # a proper name: capitalised words after a lower-case word (not a sentence's first word)
+    r"|(?<=[a-z,;:] )[A-Z][a-z]{2,}(?: [A-Z][a-z]+)*",
 )
 _WORD: Final = re.compile(r"[a-z]{3,}")
 #: Prohibitions add up ("never use port A for job 2", "never use port B for job 3"): one
