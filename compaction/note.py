@@ -147,20 +147,25 @@ def ledger_text(
             sections[title] = text
     order = (
         "Task",
+        "Errors seen",
+        "Failing tests",
         "Files edited",
         "Files read",
         "Last command",
         "Earlier commands",
-        "Errors seen",
-        "Failing tests",
         "Open todos",
     )
-    body = "".join("\n" + sections[t] for t in order if t in sections)
     # The recall range goes last: it is in meta in full whatever the text shows, and a tiny
     # note is not worth a range longer than what it names.
     if recall and (room < len(recall) + 1 or stands_for_chars < 2 * len(recall)):
         recall = ""
-    text = head + said_text + body + ("\n" + recall if recall else "")
+    # One line of facts after the opening count (as notes always read); the person's words,
+    # when there are any, one sentence a line between them.
+    rest = " ".join([*(sections[t] for t in order if t in sections), *([recall] if recall else [])])
+    if said_text:
+        text = head + said_text + ("\n" + rest if rest else "")
+    else:
+        text = head + (" " + rest if rest else "")
     return text.rstrip() + "]"
 
 
