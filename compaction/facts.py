@@ -6,7 +6,7 @@ count the ladder already paid for the message:
 - :func:`error_names`: exception class names (``ValueError``, ``IntegrityError``);
 - :func:`failing_tests`: failing test ids, as the runner printed them: pytest node ids on a
   ``FAILED``/``ERROR`` line (``tests/test_x.py::test_y``), Django/unittest ids
-  (``test_x (module.Class)``);
+  (``test_x (module.Class)``), SymPy's (``path.py:test_x``) and ExUnit's (``x_test.exs:93``);
 - :func:`exit_code`: a command's exit status as the harness reported it
   (``<returncode>1</returncode>``, ``Exit code 2``);
 - :func:`call_files`: the files a tool call reads and the ones it edits (an ``Edit``/``Write``
@@ -59,6 +59,11 @@ _EDITOR_EDITS: Final = frozenset({"create", "str_replace", "insert", "undo_edit"
 _FAILED_LINE: Final = re.compile(r"^[^\n]*\b(?:FAILED|FAIL|ERROR)\b[^\n]*$", re.MULTILINE)
 _NODE_ID: Final = re.compile(r"[\w./-]+\.py::[\w\[\]().,:/=+-]*[\w\]]")
 _DJANGO: Final = re.compile(r"^(?:FAIL|ERROR): (test\w*) \(([\w.]+)\)", re.MULTILINE)
+#: SymPy's runner heads each failure ``____ sympy/core/tests/test_arit.py:test_Mod ____``.
+_SYMPY: Final = re.compile(r"^_{3,} ([\w./-]+\.py:\w+) _{3,}$", re.MULTILINE)
+#: ExUnit numbers each failure, its location on the next line: ``  1) test x (Mod)`` then
+#: ``     test/x_test.exs:93``.
+_EXUNIT: Final = re.compile(r"^\s+\d+\) test .*\n\s+([\w./-]+\.exs:\d+)", re.MULTILINE)
 _EXIT: Final = re.compile(
     r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit(?:ed with)? (?:code|status)[: ]+(-?\d+)",
     re.IGNORECASE,
@@ -84,7 +89,7 @@ def error_names(text: str) -> list[str]:
 
 def failing_tests(text: str) -> list[str]:
     """Failing test ids in ``text`` (a test run's output), in order, each once."""
-    if "FAIL" not in text and "ERROR" not in text:
+    if "FAIL" not in text and "ERROR" not in text and "___ " not in text and ") test " not in text:
         return []
     if len(text) > _MAX_TEST_SCAN:  # the summary of a long run is at its end
         half = _MAX_TEST_SCAN // 2
@@ -95,6 +100,9 @@ def failing_tests(text: str) -> list[str]:
             found[node] = None
     for match in _DJANGO.finditer(text):
         found[f"{match.group(1)} ({match.group(2)})"] = None
+    for pattern in (_SYMPY, _EXUNIT):
+        for match in pattern.finditer(text):
+            found[match.group(1)] = None
     return list(found)
 
 

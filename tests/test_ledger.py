@@ -94,11 +94,16 @@ def test_exit_codes_and_failing_test_ids_of_every_runner():
         "FAILED tests/test_a.py::test_x[1-2] - KeyError: 'k'\n"
         "FAIL: test_save (file_storage.tests.ContentFileStorageTestCase)\n"
         "ERROR: test_load (file_storage.tests.Other)\n"
+        "____________ sympy/core/tests/test_arit.py:test_Mod ____________\n"
+        "  1) test open annotations (SpotterWeb.ReviewTest)\n"
+        "     test/spotter_web/review_test.exs:93\n"
     )
     assert failing_tests(out) == [
         "tests/test_a.py::test_x[1-2]",
         "test_save (file_storage.tests.ContentFileStorageTestCase)",
         "test_load (file_storage.tests.Other)",
+        "sympy/core/tests/test_arit.py:test_Mod",
+        "test/spotter_web/review_test.exs:93",
     ]
 
 
