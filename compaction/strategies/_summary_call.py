@@ -19,7 +19,6 @@ from .._log import log
 from .._text import plural
 from ..ledger import ledger_of
 from ..messages import Message
-from ..note import ledger_text
 from ..strategy import current_labels
 from ..summarizers.base import (
     SummarizerError,
@@ -66,19 +65,14 @@ class _SummaryCalls:
         # Counted as the summariser was shown them (notes and summaries as what they stand
         # for), so the header agrees with what the summary says it covers.
         count = sum(stands_for(m) for m in replaced)
-        # The same running ledger the other layers keep: its record rides in ``meta`` (so a
-        # later compaction carries it forward and shows it), and the summary's text adds, in at
-        # most a quarter of what it replaces, what the person said, verbatim: a summariser
-        # rewords, and a reworded limit is a wrong limit. When that would make the summary no
-        # smaller, the summary goes without it (the record stays in meta).
+        # The same running ledger the other layers keep rides in ``meta``, so the next layer
+        # that removes this summary carries it forward and shows it (what the person said,
+        # verbatim, included). Not in the text: a summariser that reads this summary again
+        # would extract it once more, and combined summaries would grow instead of shrink.
         ledger = ledger_of(replaced)
-        chars = sum(len(m.content) for m in replaced)
-        shown = ledger_text(
-            ledger, 0, max_chars=chars // 4, title="What the person said there.", said_only=True
-        )
         header = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
         before = counter.count_messages(replaced)
-        for content in dict.fromkeys((f"{header}\n{shown}" if shown else header, header)):
+        for content in (header,):
             summary = mark(
                 Message("user", content),
                 strategy=self.name,
