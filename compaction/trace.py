@@ -1,38 +1,31 @@
-"""What a removal leaves behind: the facts of dropped messages, and the note that names them.
+"""What a cut leaves behind: the middle of a text cut with a marker, and recall ids.
 
-Nothing vanishes without a trace (issue 12, decision 3). A layer that removes messages puts a
-note where they were, naming what went: the files read or edited, the commands run, the error
-names seen, how many messages and tool steps, and the ids to recall them (a session's
-``recall`` finds a message by these ids). The note is deterministic (the same dropped messages
-give the same text) and bounded:
-
-- its text is at most :data:`MAX_NOTE_CHARS` characters, and at most half the characters it
-  stands for (never less than :data:`MIN_NOTE_CHARS`), so a note costs a small, known share
-  of what it saves; what does not fit is counted ("+12 more"), never cut mid-name;
-- the facts kept in its ``meta`` are bounded too (:data:`MAX_FACTS` per kind).
-
-Facts live in the note's provenance (``meta["compaction"]["facts"]``), so a newer note that
-absorbs an older one merges the older facts without reading its text: consecutive notes become
-one running note instead of piling up.
-
-Extraction is one regular-expression pass over each dropped message, far cheaper than the token
-count the ladder already paid for it.
+A layer that cuts a message keeps its head and tail around a marker naming the recall id of the
+original (:func:`cut_middle`, :func:`cut_message`); a layer that removes messages leaves the
+running ledger (:mod:`compaction.ledger`) where they were, naming them by :func:`refs_of`. The
+round-2 names of the ledger (``Facts``, ``facts_of``, ``note_text``) are kept here so that code
+written against them still runs.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Sequence
+from typing import Final
 
+from .facts import MAX_COMMAND_CHARS, error_names, failing_tests, paths_in
+from .ledger import MAX_FACTS, Ledger, ledger_of
 from .messages import Message
+from .note import MAX_NOTE_CHARS, MIN_NOTE_CHARS, ledger_text
 from .tokens import TokenCounter
 from .transcript import is_note, mark, message_ref, provenance
 
+#: The round-2 name of the ledger.
+Facts = Ledger
+
 __all__ = [
     "CUT_MARKER",
+    "MAX_COMMAND_CHARS",
     "MAX_FACTS",
     "MAX_NOTE_CHARS",
     "MIN_NOTE_CHARS",
@@ -46,40 +39,6 @@ __all__ = [
     "paths_in",
     "refs_of",
 ]
-
-MAX_NOTE_CHARS: Final = 1200
-MIN_NOTE_CHARS: Final = 100
-MAX_FACTS: Final = 200
-#: A command is named by its first line, at most this long.
-MAX_COMMAND_CHARS: Final = 80
-
-#: Exception class names: ``ValueError``, ``ModuleNotFoundError``, ``django.core.exceptions.
-#: ImproperlyConfigured`` is named by its last part only when it ends in Error/Exception.
-_ERROR: Final = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception)")
-_ERROR_END: Final = re.compile(r"(?:Error|Exception)(?![A-Za-z0-9_])")
-_EXTENSIONS: Final = (
-    "py|pyi|pyx|js|mjs|cjs|ts|tsx|jsx|json|jsonl|md|rst|txt|toml|yaml|yml|cfg|ini|lock|c|h|cc|"
-    "cpp|hpp|rs|go|java|kt|rb|php|sh|bash|zsh|html|css|scss|sql|xml|csv|log|patch|diff|ipynb|"
-    "vue|svelte|swift|m|mm|cs|fs|scala|lua|pl|r|jl|dart|ex|exs|erl|hs|ml|tf|proto|gradle|mk|"
-    "dockerfile|env|conf|properties|tex|bib|in|j2|jinja|tpl|bat|ps1"
-)
-#: A path: a run with a slash in it (``src/a.py``, ``/testbed/x``), or a bare file name with a
-#: known extension (``setup.py``). URLs are not paths.
-_PATH: Final = re.compile(
-    r"(?<![\w:/.~-])(?:~|\.{1,2})?/?(?:[\w.@+-]+/)+[\w.@+-]*[\w@+-]"
-    rf"|(?<![\w/.-])[\w@+-][\w.@+-]*\.(?:{_EXTENSIONS})\b(?![/\w])",
-    re.IGNORECASE,
-)
-#: Argument keys whose value is a path as it stands (Claude Code's and most tools' names).
-_PATH_KEYS: Final = frozenset(
-    {"file_path", "path", "notebook_path", "filename", "file", "paths", "dir", "directory"}
-)
-_COMMAND_KEYS: Final = frozenset({"command", "cmd", "script", "code"})
-#: Tools whose file arguments are edits (listed first: what changed matters most).
-_EDIT_TOOLS: Final = frozenset(
-    {"Write", "Edit", "MultiEdit", "NotebookEdit", "str_replace_editor", "edit", "write", "create"}
-)
-
 
 #: Where a text was cut in its middle. ``{cut}``: characters cut; ``{ref}``: the recall id of
 #: the original message (a session's ``recall`` gives it back whole).
@@ -125,6 +84,18 @@ def cut_middle(
     return None
 
 
+def _marker(text: str) -> str:
+    """The cut marker, naming the failing tests and errors the text reports (at most three of
+    each, the last ones: a test run's verdict sits in the middle of its output as often as at
+    its end, and a cut must not be where it vanishes)."""
+    names = error_names(text)[-3:] + [f"failing {t}" for t in failing_tests(text)[-3:]]
+    if not names:
+        return CUT_MARKER
+    said = "; it reported " + ", ".join(names)
+    said = said.replace("{", "{{").replace("}", "}}")
+    return CUT_MARKER.replace(" …]", said + " …]")
+
+
 def original_chars(message: Message) -> int:
     """How long the original text of ``message`` was: a message cut again (a tighter limit
     later) still tells the size of the text before the first cut."""
@@ -155,7 +126,9 @@ def cut_message(
     ref = str(earlier[0]) if earlier else message_ref(message)
     # A message with a known token count (``tokens``) says nothing of its text's density.
     known = max(size - overhead, 1) if message.tokens is None else None
-    text = cut_middle(message.content, want, ref, counter, tokens=known)
+    text = cut_middle(
+        message.content, want, ref, counter, marker=_marker(message.content), tokens=known
+    )
     if text is None:
         return None
     original = original_chars(message)
@@ -169,201 +142,14 @@ def cut_message(
     )
 
 
-def error_names(text: str) -> list[str]:
-    """Exception class names in ``text``, in order, each once."""
-    if "Error" not in text and "Exception" not in text:
-        return []  # the common case: one substring scan instead of a regex pass
-    # Find the suffix (a literal search, fast on megabytes of output), then walk back over the
-    # name: a regex that starts at every capital letter is several times slower.
-    found: dict[str, None] = {}
-    for match in _ERROR_END.finditer(text):
-        start = match.start()
-        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
-            start -= 1
-        name = text[start : match.end()]
-        if name[:1].isupper() and name.isascii() and _ERROR.fullmatch(name):
-            found[name] = None
-    return list(found)
+def facts_of(messages: Sequence[Message], cache: dict[int, Ledger] | None = None) -> Ledger:
+    """The ledger of ``messages`` (kept under its round-2 name): see :func:`ledger_of`."""
+    return ledger_of(messages, cache)
 
 
-def paths_in(text: str) -> list[str]:
-    """Path-like tokens in ``text`` (a command line, an argument), in order, each once."""
-    found = []
-    for match in _PATH.finditer(text):
-        token = match.group(0).rstrip(".")
-        if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
-            continue
-        if len(token) > 1:
-            found.append(token)
-    return list(dict.fromkeys(found))
-
-
-class Facts:
-    """What a stretch of dropped messages held: bounded, ordered, mergeable."""
-
-    __slots__ = ("commands", "edited", "errors", "files", "messages", "refs", "steps")
-
-    def __init__(self) -> None:
-        self.files: dict[str, None] = {}
-        self.edited: dict[str, None] = {}
-        self.commands: dict[str, None] = {}
-        self.errors: dict[str, None] = {}
-        self.refs: list[str] = []
-        self.messages = 0
-        self.steps = 0
-
-    def _add(self, into: dict[str, None], items: Iterable[str]) -> None:
-        for item in items:
-            if len(into) >= MAX_FACTS:
-                return
-            into[item] = None
-
-    def add_message(self, message: Message, cache: dict[int, Facts] | None = None) -> None:
-        """Fold in one dropped message (a note or summary of ours: its recorded facts).
-
-        ``cache`` (by ``id(message)``, for as long as the messages live) keeps each message's
-        own facts, so a layer that tries several cuts reads each message once."""
-        record = provenance(message)
-        if record is not None and record.get("kind") in ("note", "summary"):
-            self.merge(record)
-            return
-        if cache is not None:
-            own = cache.get(id(message))
-            if own is None:
-                own = cache[id(message)] = Facts()
-                own.add_message(message)
-            self.absorb(own)
-            return
-        self.messages += 1
-        self.refs.append(message_ref(message))
-        if message.tool_calls:
-            self.steps += 1
-        for call in message.tool_calls:
-            self._add_call(call.name, call.arguments)
-        if message.content:
-            self._add(self.errors, error_names(message.content))
-
-    def _add_call(self, name: str, arguments: str) -> None:
-        try:
-            args: Any = json.loads(arguments) if arguments else {}
-        except ValueError:
-            args = {"command": arguments}
-        if not isinstance(args, Mapping):
-            args = {"command": str(args)}
-        files = self.edited if name in _EDIT_TOOLS else self.files
-        for key, value in args.items():
-            values = value if isinstance(value, list) else [value]
-            for item in values:
-                if not isinstance(item, str) or not item:
-                    continue
-                if key in _PATH_KEYS and "\n" not in item and len(item) < 300:
-                    self._add(files, [item])
-                elif key in _COMMAND_KEYS:
-                    line = item.strip().split("\n", 1)[0]
-                    if len(line) > MAX_COMMAND_CHARS:
-                        line = line[: MAX_COMMAND_CHARS - 1] + "…"
-                    if line:
-                        self._add(self.commands, [line])
-                    self._add(self.files, paths_in(item[:4000]))
-                elif len(item) < 300:
-                    self._add(self.files, paths_in(item))
-
-    def absorb(self, other: Facts) -> None:
-        """Fold in ``other`` (newer) facts."""
-        self.messages += other.messages
-        self.steps += other.steps
-        self.refs.extend(other.refs)
-        self._add(self.edited, other.edited)
-        self._add(self.files, other.files)
-        self._add(self.commands, other.commands)
-        self._add(self.errors, other.errors)
-
-    def merge(self, record: Mapping[str, Any]) -> None:
-        """Fold in an older note's recorded facts (``record`` is its provenance)."""
-        facts = record.get("facts")
-        refs = record.get("replaces") or ()
-        self.refs.extend(refs)
-        if not isinstance(facts, Mapping):
-            self.messages += len(refs)
-            return
-        self.messages += int(facts.get("messages", len(refs)))
-        self.steps += int(facts.get("steps", 0))
-        for key, into in (
-            ("edited", self.edited),
-            ("files", self.files),
-            ("commands", self.commands),
-            ("errors", self.errors),
-        ):
-            self._add(into, (str(x) for x in facts.get(key, ())))
-
-    def record(self) -> dict[str, Any]:
-        """The facts as plain data, for the note's provenance."""
-        return {
-            "messages": self.messages,
-            "steps": self.steps,
-            "edited": tuple(self.edited),
-            "files": tuple(f for f in self.files if f not in self.edited),
-            "commands": tuple(self.commands),
-            "errors": tuple(self.errors),
-        }
-
-
-def facts_of(messages: Sequence[Message], cache: dict[int, Facts] | None = None) -> Facts:
-    """The facts of ``messages``, oldest first (older notes among them merged in); ``cache``
-    as for :meth:`Facts.add_message`."""
-    facts = Facts()
-    for message in messages:
-        facts.add_message(message, cache)
-    return facts
-
-
-def _section(title: str, items: Sequence[str], room: int, sep: str = ", ") -> tuple[str, int]:
-    """``title: a, b (+n more)`` within ``room`` characters; newest items first."""
-    if not items or room <= len(title) + 8:
-        return "", room
-    shown: list[str] = []
-    used = len(title) + 2
-    for item in items:
-        cost = len(item) + len(sep)
-        if used + cost + 12 > room:
-            break
-        shown.append(item)
-        used += cost
-    if not shown:
-        return "", room
-    more = len(items) - len(shown)
-    text = f"{title}: {sep.join(shown)}" + (f" (+{more} more)" if more else "") + ". "
-    return text, room - len(text)
-
-
-def note_text(facts: Facts, stands_for_chars: int, *, messages: int | None = None) -> str:
-    """The note's text: counts first, then errors, files edited, files, commands, recall ids,
-    as many as the bound allows (see the module docstring). ``messages`` overrides the
-    number of messages said to be removed."""
-    bound = min(MAX_NOTE_CHARS, max(MIN_NOTE_CHARS, stands_for_chars // 2))
-    n = facts.messages if messages is None else messages
-    head = (
-        f"[{n} earlier message{'s' if n != 1 else ''}"
-        + (f" ({facts.steps} tool step{'s' if facts.steps != 1 else ''})" if facts.steps else "")
-        + " removed to fit the context window. "
-    )
-    room = bound - len(head) - 1
-    parts = [head]
-    edited = list(reversed(facts.edited))
-    files = [f for f in reversed(facts.files) if f not in facts.edited]
-    commands = [f"`{c}`" for c in reversed(facts.commands)]
-    refs = list(dict.fromkeys(reversed(facts.refs)))
-    for title, items, sep in (
-        ("Errors seen", list(facts.errors), ", "),
-        ("Files edited", edited, ", "),
-        ("Files read", files, ", "),
-        ("Commands", commands, "; "),
-        ("Recall ids", refs, ", "),
-    ):
-        text, room = _section(title, items, room, sep)
-        if text:
-            parts.append(text)
-    return "".join(parts).rstrip() + "]"
+def note_text(facts: Ledger, stands_for_chars: int, *, messages: int | None = None) -> str:
+    """The ledger's text (kept under its round-2 name): see :func:`ledger_text`."""
+    return ledger_text(facts, stands_for_chars, messages=messages)
 
 
 def refs_of(replaced: Sequence[Message], memo: dict[int, str] | None = None) -> tuple[str, ...]:
@@ -402,4 +188,4 @@ class Memo:
 
     def __init__(self) -> None:
         self.refs: dict[int, str] = {}
-        self.facts: dict[int, Facts] = {}
+        self.facts: dict[int, Ledger] = {}

@@ -14,14 +14,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
 from .messages import Message
 
+if TYPE_CHECKING:
+    from .tokens import TokenCounter
+
 __all__ = [
     "PINNED_KEY",
+    "WORDS_MAX_TOKENS",
+    "WORDS_SHARE",
     "PROVENANCE_KEY",
     "SYNTHETIC_KEY",
     "Group",
@@ -38,6 +43,17 @@ __all__ = [
 ]
 
 PROVENANCE_KEY: Final = "compaction"
+
+#: The share of the target the person's own messages may take, kept verbatim, newest first.
+#: A quarter: what the person typed is what the agent must not forget, and it is small next to
+#: tool output (a real coding session's user turns are a few percent of it), so a quarter
+#: keeps every recent message whole while three quarters stay for the task, the newest steps
+#: and the ledger. Older messages past the share are not lost: the ledger carries their
+#: sentences that instruct, constrain or name something, verbatim (:mod:`compaction.words`).
+WORDS_SHARE: Final = 0.25
+#: ... and never more than this many tokens, whatever the target: Codex keeps up to 20k tokens
+#: of user messages when it compacts, and past that a window is better spent on the work.
+WORDS_MAX_TOKENS: Final = 20_000
 
 #: Kinds of message a strategy writes. "note" and "summary" stand in for messages that are
 #: gone, so they are never a real user request; "placeholder" and "truncated" are the same
@@ -85,9 +101,12 @@ def is_compaction_output(message: Message) -> bool:
 
 
 def is_note(message: Message) -> bool:
-    """True for a note or summary standing in for dropped messages (never a task anchor)."""
+    """True for a note or summary standing in for dropped messages (never a task anchor), cut
+    or not."""
     record = provenance(message)
-    return record is not None and record.get("kind") in _STAND_IN_KINDS
+    return record is not None and (
+        record.get("kind") in _STAND_IN_KINDS or record.get("of") in _STAND_IN_KINDS
+    )
 
 
 def message_ref(message: Message) -> str:
@@ -126,14 +145,24 @@ def mark(
     never an intermediate rewrite that exists nowhere else.
     """
     refs: list[str] = []
-    for old in replaces:
+    olds = list(replaces)
+    for old in olds:
         record = provenance(old)
         earlier = record.get("replaces") if record is not None else None
         if earlier:
             refs.extend(earlier)
         else:
             refs.append(message_ref(old))
-    record = {"strategy": strategy, "kind": kind, "replaces": tuple(refs), **extra}
+    carried: dict[str, Any] = {}
+    if len(olds) == 1 and kind in ("truncated", "placeholder"):
+        # The same message with less text: a cut note or summary is still a stand-in (never a
+        # request the person wrote), and it still carries the ledger it recorded.
+        before = provenance(olds[0]) or {}
+        if before.get("kind") in _STAND_IN_KINDS or before.get("of") in _STAND_IN_KINDS:
+            carried["of"] = before.get("of") or before.get("kind")
+        if "facts" in before:
+            carried["facts"] = before["facts"]
+    record = {"strategy": strategy, "kind": kind, "replaces": tuple(refs), **carried, **extra}
     return message.replace(meta={**message.meta, PROVENANCE_KEY: record}, tokens=None)
 
 
@@ -171,6 +200,9 @@ class Transcript:
       message, or None. Harness replies (format errors, timeouts) are synthetic, so they never
       take this place: losing the task is how an agent forgets what it was asked to do.
     - ``pinned``: indices in ``groups`` holding a message the caller pinned.
+    - ``words``: indices in ``groups`` of the person's newest messages kept verbatim within
+      their share of the target (:data:`WORDS_SHARE`); empty unless :func:`parse` was given a
+      counter and a target.
 
     The protection policy (see the README) in one place: :attr:`protected` are the groups no
     layer may drop or summarise.
@@ -182,12 +214,14 @@ class Transcript:
     anchor: int | None
     task: int | None = None
     pinned: frozenset[int] = frozenset()
+    words: frozenset[int] = frozenset()
 
     @property
     def protected(self) -> frozenset[int]:
         """Groups never dropped or summarised: the task, the newest person-written user
-        message and every pinned group (the system block is outside ``groups``)."""
-        found = set(self.pinned)
+        message, the person's newest messages within their share (``words``) and every pinned
+        group (the system block is outside ``groups``)."""
+        found = set(self.pinned) | self.words
         for index in (self.task, self.anchor):
             if index is not None:
                 found.add(index)
@@ -224,8 +258,40 @@ class Transcript:
         return self.messages[groups[0].start : groups[-1].end]
 
 
-def parse(messages: Sequence[Message]) -> Transcript:
-    """Split ``messages`` into the system block and keep-or-drop groups, in one pass."""
+def parse(
+    messages: Sequence[Message],
+    *,
+    counter: TokenCounter | None = None,
+    target: int | None = None,
+    share: float = WORDS_SHARE,
+) -> Transcript:
+    """Split ``messages`` into the system block and keep-or-drop groups, in one pass.
+
+    With a ``counter`` and a ``target``, the person's newest messages (the task aside, which is
+    protected on its own) are protected too while together they cost at most ``share`` of the
+    target (and :data:`WORDS_MAX_TOKENS`): newest first, stopping at the first that does not
+    fit, so what is kept verbatim is always the most recent stretch of what the person said."""
+    transcript = _parse(messages)
+    if counter is None or target is None or transcript.anchor is None:
+        return transcript
+    room = min(int(max(target, 0) * share), WORDS_MAX_TOKENS)
+    words: set[int] = set()
+    msgs = transcript.messages
+    for index in range(transcript.anchor, -1, -1):
+        group = transcript.groups[index]
+        if group.kind != "user" or index == transcript.task:
+            continue
+        message = msgs[group.start]
+        if not is_person_written(message):
+            continue
+        room -= counter.count(message)
+        if room < 0:
+            break
+        words.add(index)
+    return attrs.evolve(transcript, words=frozenset(words))
+
+
+def _parse(messages: Sequence[Message]) -> Transcript:
     msgs = tuple(messages)
     n = len(msgs)
     i = 0

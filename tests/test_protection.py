@@ -231,13 +231,16 @@ def test_a_note_names_files_commands_errors_and_recall_ids_within_its_bound():
         "/src/app/views.py",
         "tests/test_models.py",
         "`pytest tests/test_models.py -q`",
-        message_ref(dropped[1]),
+        message_ref(dropped[0]),
+        message_ref(dropped[-1]),
     ):
         assert name in text
+    # the recall ids as one range, never one hash per message; the full list is in meta
+    assert message_ref(dropped[2]) not in text and "(6, all listed in meta)" in text
     assert text.startswith("[6 earlier messages (3 tool steps) removed")
     many = facts_of(
         [
-            assistant("", [ToolCall(f"r{i}", "Read", {"file_path": f"/p/f{i}.py"})])
+            assistant("", [ToolCall(f"r{i}", "Read", {"file_path": f"/p/{'d' * 40}/f{i}.py"})])
             for i in range(500)
         ]
     )

@@ -607,7 +607,8 @@ def test_small_raw_leftovers_between_summaries_do_not_stop_the_rounds():
         system("s"),
         user("the original task"),  # protected: never summarised
         old_summary(0),
-        user("old request"),
+        # harness text: a person's request here would be their protected words (issue 19)
+        user("old request", meta={"synthetic": True}),
         old_summary(1),
         assistant("old reply"),
         user("task now"),
@@ -623,6 +624,28 @@ def test_small_raw_leftovers_between_summaries_do_not_stop_the_rounds():
     assert len(provenance(summary)["replaces"]) == 3 + 1 + 3
     assert [m.content for m in result.messages[:2]] == ["s", "the original task"]
     assert [m.content for m in result.messages[3:5]] == ["old reply", "task now"]
+
+
+def test_the_person_s_words_between_summaries_stay_and_the_summaries_around_them_still_go():
+    def old_summary(n: int) -> Message:
+        gone = [user(f"gone {n}.{i}") for i in range(3)]
+        return mark(user("x" * 2000), strategy="summary", kind="summary", replaces=gone)
+
+    msgs = [
+        system("s"),
+        user("the original task"),
+        old_summary(0),
+        user("Never deploy on Fridays."),
+        old_summary(1),
+        assistant("old reply"),
+        user("task now"),
+        *task(9, steps=1)[1:],
+    ]
+    rec = Recorder(answer="## Objective\nshort")
+    result = compact(Summary(rec), msgs, target=COUNTER.count_messages(msgs) * 3 // 4)
+    assert result.fits and rec.seen
+    assert msgs[3] in result.messages  # verbatim, where it was
+    assert len(summaries(result.messages)) == 2
 
 
 def test_an_async_call_with_an_acall_is_still_refused_by_compact():

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from .. import events
 from .._log import log
 from .._text import plural
+from ..ledger import ledger_of
 from ..messages import Message
 from ..strategy import current_labels
 from ..summarizers.base import (
@@ -64,17 +65,27 @@ class _SummaryCalls:
         # Counted as the summariser was shown them (notes and summaries as what they stand
         # for), so the header agrees with what the summary says it covers.
         count = sum(stands_for(m) for m in replaced)
-        content = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
-        summary = mark(
-            Message("user", content),
-            strategy=self.name,
-            kind="summary",
-            replaces=replaced,
-            summarizer=self.summarizer_name,
-            region=plan.region,
-            stands_for=count,
-        )
-        before, after = counter.count_messages(replaced), counter.count(summary)
+        # The same running ledger the other layers keep rides in ``meta``, so the next layer
+        # that removes this summary carries it forward and shows it (what the person said,
+        # verbatim, included). Not in the text: a summariser that reads this summary again
+        # would extract it once more, and combined summaries would grow instead of shrink.
+        ledger = ledger_of(replaced)
+        header = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
+        before = counter.count_messages(replaced)
+        for content in (header,):
+            summary = mark(
+                Message("user", content),
+                strategy=self.name,
+                kind="summary",
+                replaces=replaced,
+                summarizer=self.summarizer_name,
+                region=plan.region,
+                stands_for=count,
+                facts=ledger.record(),
+            )
+            after = counter.count(summary)
+            if after < before:
+                break
         if after >= before:
             raise SummarizerError(
                 f"summary ({after} tokens) is not smaller than the "

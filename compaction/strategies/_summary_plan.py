@@ -65,12 +65,25 @@ class _RoundPlanner:
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
     ) -> _Round | None:
         """The next round: which messages one summary would replace, or None (nothing may be
-        given up, or already under target)."""
+        given up, or already under target).
+
+        The person's newest words are protected (their share of the target) like everywhere
+        else; only when they split the history into stretches none of which is worth a call,
+        so the rounds would stop over target, is the round planned without them: their
+        statements then ride in the summary's ledger, verbatim."""
         counts = [counter.count(m) for m in messages]
         over = sum(counts) - target
         if over <= 0:
             return None
-        t = parse(messages)
+        words = parse(messages, counter=counter, target=target)
+        plan = self._plan_on(words, messages, counts, over)
+        if plan is None and words.words:
+            plan = self._plan_on(parse(messages), messages, counts, over)
+        return plan
+
+    def _plan_on(
+        self, t: Transcript, messages: tuple[Message, ...], counts: list[int], over: int
+    ) -> _Round | None:
         # Without a task anchor everything is history, but the newest steps are still what the
         # model acts on next: they stay, as they would in the current task.
         limit = len(messages)
@@ -179,14 +192,16 @@ def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
 
 
 def _unbroken(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:
-    """The oldest run of pieces that no protected message breaks."""
-    out: list[Sequence[Group]] = []
+    """The oldest run of two pieces or more that no protected message breaks (else the oldest
+    run): the person's protected words may stand between summaries, and a lone summary before
+    one must not stop the rounds."""
+    runs: list[list[Sequence[Group]]] = [[]]
     for piece in pieces:
         if piece:
-            out.append(piece)
-        elif out:
-            break
-    return out
+            runs[-1].append(piece)
+        elif runs[-1]:
+            runs.append([])
+    return next((run for run in runs if len(run) >= 2), runs[0])
 
 
 def _raw_runs(pieces: Sequence[Sequence[Group]]) -> list[list[Sequence[Group]]]:

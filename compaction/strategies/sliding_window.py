@@ -20,8 +20,12 @@ way (the protection policy in the README, issue 12):
 2. the finest grain that keeps a call with its results: one group (a step: an assistant
    message and every tool result answering it) at a time, oldest first, so no more is dropped
    than needed; harness-written (synthetic) user text goes with the history around it;
-3. then the current request's own oldest steps;
-4. older person-written user messages last: they are small and they are what the person asked.
+3. then the current request's own oldest steps.
+
+The person's newest messages are protected within their share of the target (see
+:func:`compaction.transcript.parse`); older ones go with the history, and the ledger carries
+what they said, verbatim sentence by sentence. A fixed window protects no words (it is the
+caller's contract on what stays) and gives person-written messages up last.
 
 What went is named by one note where the first dropped message was (the files, commands, error
 names and recall ids, see :mod:`compaction.trace`); an older note among the dropped messages is
@@ -38,11 +42,13 @@ from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from ..budget import Budget
+from ..ledger import ledger_of
 from ..messages import Message
+from ..note import ledger_cap, ledger_text
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
-from ..trace import Memo, cut_message, facts_of, note_text, refs_of
+from ..trace import Memo, cut_message, refs_of
 from ..transcript import (
     PROVENANCE_KEY,
     Transcript,
@@ -223,7 +229,13 @@ class SlidingWindow(Strategy):
         validate(messages)
         if not messages:
             return None
-        transcript = parse(messages)
+        # The person's newest words are protected within their share of the target; a fixed
+        # window is the caller's contract on exactly what stays, so there they are not.
+        transcript = (
+            parse(messages, counter=counter, target=target)
+            if self.window_size is None
+            else parse(messages)
+        )
         counts = [counter.count(m) for m in transcript.messages]
         chunks = self._chunks(transcript, counts)
         if not chunks:
@@ -268,7 +280,7 @@ class SlidingWindow(Strategy):
         # The note grows with what it names, so it is written and counted for each cut tried
         # (a short text, counted once per try: never the conversation again).
         while True:
-            note = self._note(transcript, chunks[:p], memo)
+            note = self._note(transcript, chunks[:p], memo, target)
             cost = counter.count(note)
             if total - dropped_tokens + cost <= target or p == len(chunks):
                 break
@@ -303,13 +315,17 @@ class SlidingWindow(Strategy):
         """The cut of ``chunks[:p]`` with the last chunk kept in part: its largest message cut
         in the middle so that the whole, with the note for ``chunks[:p - 1]``, fits."""
         last = chunks[p - 1]
-        if len(last.groups) != 1:
-            return None
+        if len(last.groups) != 1 or last.notes_only:
+            return None  # an older ledger is folded into the new one whole, never kept in part
         group = transcript.groups[last.groups[0]]
         msgs = transcript.messages
         rest = chunks[: p - 1]
         # No note for nothing, nor for older notes alone (swapping notes is no rewrite).
-        note = self._note(transcript, rest, memo) if not all(c.notes_only for c in rest) else None
+        note = (
+            self._note(transcript, rest, memo, target)
+            if not all(c.notes_only for c in rest)
+            else None
+        )
         room = target - kept - (counter.count(note) if note is not None else 0)
         if note is None:
             room -= sum(c.tokens for c in rest)  # those stay, then
@@ -331,7 +347,9 @@ class SlidingWindow(Strategy):
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _note(self, transcript: Transcript, chunks: Sequence[_Chunk], memo: Memo) -> Message:
+    def _note(
+        self, transcript: Transcript, chunks: Sequence[_Chunk], memo: Memo, target: int
+    ) -> Message:
         """The note standing for the messages of ``chunks``: what went, by name (see
         :mod:`compaction.trace`), folding in the facts of older notes among them."""
         msgs = transcript.messages
@@ -340,15 +358,36 @@ class SlidingWindow(Strategy):
         for index in sorted(g for chunk in chunks for g in chunk.groups):
             replaced.extend(msgs[groups[index].start : groups[index].end])
         refs = refs_of(replaced, memo.refs)
-        facts = facts_of(replaced, memo.facts)
+        gone = {g for chunk in chunks for g in chunk.groups}
+        ledger = ledger_of(replaced, memo.facts)
+        if transcript.task is not None and transcript.task in gone:
+            ledger.set_task(msgs[groups[transcript.task].start].content)
         chars = sum(c.chars for c in chunks)
-        text = note_text(facts, chars, messages=len(refs))
+        # The person's messages still there after the note: a value they changed since is
+        # not shown as current in the note.
+        later = [
+            msgs[group.start].content
+            for index, group in enumerate(groups)
+            if index not in gone
+            and group.kind == "user"
+            and is_person_written(msgs[group.start])
+            and (not gone or index > min(gone))
+        ]
+        text = ledger_text(
+            ledger,
+            chars,
+            messages=len(refs),
+            max_chars=ledger_cap(target),
+            later=later,
+            show_task=True,  # set only when the task itself went, now or earlier
+        )
         record = {
             "strategy": self.name,
             "kind": "note",
             "replaces": refs,
             "dropped": len(refs),
-            "facts": facts.record(),
+            "facts": ledger.record(),
+            "ledger_chars": len(text),
         }
         return Message("user", text, meta={PROVENANCE_KEY: record})
 
@@ -400,12 +439,21 @@ class SlidingWindow(Strategy):
         history_end = cut if anchor is None else anchor
         msgs = transcript.messages
 
+        # The person's newest messages are protected within their share (``words``); older
+        # ones go with the history around them, oldest first: the ledger carries what they
+        # said, sentence by sentence (a fixed window, which protects no words, still gives
+        # them up last, as it always did).
         order: list[int] = []
-        asked: list[int] = []  # older person-written user messages: the last to go
+        asked: list[int] = []
+        last = bool(self.window_size is not None)
         for index in range(history_end):
             if index in protected:
                 continue
-            if groups[index].kind == "user" and is_person_written(msgs[groups[index].start]):
+            if (
+                last
+                and groups[index].kind == "user"
+                and is_person_written(msgs[groups[index].start])
+            ):
                 asked.append(index)
             else:
                 order.append(index)

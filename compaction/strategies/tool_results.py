@@ -21,10 +21,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import ClassVar, Final
 
 from ..checks import check_format
+from ..facts import error_names, exit_code, failing_tests
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..trace import cut_message, error_names
+from ..trace import cut_message
 from ..transcript import is_pinned, mark, message_ref, parse, provenance
 from ..validate import validate
 
@@ -163,19 +164,29 @@ class ToolResults(Strategy):
         earlier = record.get("replaces") if record is not None else None
         ref = str(earlier[0]) if earlier else message_ref(result)
         errors = error_names(result.content)[:MAX_ERRORS]
+        failing = failing_tests(result.content)[-MAX_ERRORS:]
+        reported = errors + [f"failing {test}" for test in failing]
         text = self.placeholder.format(
             name=tool_name,
             args=_render_args(call),
             call_id=result.tool_call_id,
             ref=ref,
-            errors=f"; it reported {', '.join(errors)}" if errors else "",
+            errors=f"; it reported {', '.join(reported)}" if reported else "",
         )
+        # What the output held that the running ledger carries (exit code, errors, failing
+        # tests), recorded in meta so a later note reads it there, not from the cleared text.
+        own = (record or {}).get("facts")
+        facts = dict(own) if isinstance(own, dict) else {}
+        facts.setdefault("exit", exit_code(result.content))
+        facts.setdefault("errors", tuple(error_names(result.content)))
+        facts.setdefault("failing", tuple(failing_tests(result.content)))
         return mark(
             result.replace(content=text),
             strategy=self.name,
             kind="placeholder",
             replaces=[result],
             tool=tool_name,
+            facts=facts,
         )
 
     def rewrite(

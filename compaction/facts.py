@@ -1,0 +1,176 @@
+"""The facts one message holds, read from its text and its tool calls (issue 12, issue 19).
+
+Each reader is one linear pass over a bounded prefix of the text, far cheaper than the token
+count the ladder already paid for the message:
+
+- :func:`error_names`: exception class names (``ValueError``, ``IntegrityError``);
+- :func:`failing_tests`: failing test ids, as the runner printed them: pytest node ids on a
+  ``FAILED``/``ERROR`` line (``tests/test_x.py::test_y``), Django/unittest ids
+  (``test_x (module.Class)``), SymPy's (``path.py:test_x``) and ExUnit's (``x_test.exs:93``);
+- :func:`exit_code`: a command's exit status as the harness reported it
+  (``<returncode>1</returncode>``, ``Exit code 2``);
+- :func:`call_files`: the files a tool call reads and the ones it edits (an ``Edit``/``Write``
+  tool edits; a shell command is read by :mod:`compaction.shell`);
+- :func:`paths_in`: path-like tokens in free text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .shell import MAX_COMMAND_SCAN, command_files, looks_like_path, paths_in
+
+__all__ = [
+    "COMMAND_KEYS",
+    "EDIT_TOOLS",
+    "MAX_COMMAND_CHARS",
+    "call_arguments",
+    "call_files",
+    "command_line",
+    "error_names",
+    "exit_code",
+    "failing_tests",
+    "open_todos",
+    "paths_in",
+]
+
+#: A command is named by its first line, at most this long.
+MAX_COMMAND_CHARS: Final = 80
+#: Test output is read up to here (the failure summary is at the end, so both ends are read).
+_MAX_TEST_SCAN: Final = 200_000
+
+_ERROR: Final = re.compile(r"[A-Z][A-Za-z0-9_]*(?:Error|Exception)")
+_ERROR_END: Final = re.compile(r"(?:Error|Exception)(?![A-Za-z0-9_])")
+#: Argument keys whose value is a path as it stands (Claude Code's and most tools' names).
+_PATH_KEYS: Final = frozenset(
+    {"file_path", "path", "notebook_path", "filename", "file", "paths", "dir", "directory"}
+)
+COMMAND_KEYS: Final = frozenset({"command", "cmd", "script"})
+#: Tools whose file arguments are edits.
+EDIT_TOOLS: Final = frozenset(
+    {"Write", "Edit", "MultiEdit", "NotebookEdit", "write", "create", "edit_file", "write_file"}
+)
+#: ``str_replace_editor``'s sub-commands that change the file (``view`` only reads it).
+_EDITOR_EDITS: Final = frozenset({"create", "str_replace", "insert", "undo_edit", "write"})
+
+_FAILED_LINE: Final = re.compile(r"^[^\n]*\b(?:FAILED|FAIL|ERROR)\b[^\n]*$", re.MULTILINE)
+_NODE_ID: Final = re.compile(r"[\w./-]+\.py::[\w\[\]().,:/=+-]*[\w\]]")
+_DJANGO: Final = re.compile(r"^(?:FAIL|ERROR): (test\w*) \(([\w.]+)\)", re.MULTILINE)
+#: SymPy's runner heads each failure ``____ sympy/core/tests/test_arit.py:test_Mod ____``.
+_SYMPY: Final = re.compile(r"^_{3,} ([\w./-]+\.py:\w+) _{3,}$", re.MULTILINE)
+#: ExUnit numbers each failure, its location on the next line: ``  1) test x (Mod)`` then
+#: ``     test/x_test.exs:93``.
+_EXUNIT: Final = re.compile(r"^\s+\d+\) test .*\n\s+([\w./-]+\.exs:\d+)", re.MULTILINE)
+_EXIT: Final = re.compile(
+    r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit(?:ed with)? (?:code|status)[: ]+(-?\d+)",
+    re.IGNORECASE,
+)
+
+
+def error_names(text: str) -> list[str]:
+    """Exception class names in ``text``, in order, each once."""
+    if "Error" not in text and "Exception" not in text:
+        return []  # the common case: one substring scan instead of a regex pass
+    # Find the suffix (a literal search, fast on megabytes of output), then walk back over the
+    # name: a regex that starts at every capital letter is several times slower.
+    found: dict[str, None] = {}
+    for match in _ERROR_END.finditer(text):
+        start = match.start()
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+            start -= 1
+        name = text[start : match.end()]
+        if name[:1].isupper() and name.isascii() and _ERROR.fullmatch(name):
+            found[name] = None
+    return list(found)
+
+
+def failing_tests(text: str) -> list[str]:
+    """Failing test ids in ``text`` (a test run's output), in order, each once."""
+    if "FAIL" not in text and "ERROR" not in text and "___ " not in text and ") test " not in text:
+        return []
+    if len(text) > _MAX_TEST_SCAN:  # the summary of a long run is at its end
+        half = _MAX_TEST_SCAN // 2
+        text = text[:half] + "\n" + text[-half:]
+    found: dict[str, None] = {}
+    for line in _FAILED_LINE.finditer(text):
+        for node in _NODE_ID.findall(line.group(0)):
+            found[node] = None
+    for match in _DJANGO.finditer(text):
+        found[f"{match.group(1)} ({match.group(2)})"] = None
+    for pattern in (_SYMPY, _EXUNIT):
+        for match in pattern.finditer(text):
+            found[match.group(1)] = None
+    return list(found)
+
+
+def exit_code(text: str) -> int | None:
+    """The exit status a harness reported at the start of a command's output, if any."""
+    match = _EXIT.search(text[:300])
+    if match is None:
+        return None
+    return int(match.group(1) or match.group(2))
+
+
+def call_arguments(arguments: str | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool call's arguments as a mapping (a bare string is a command)."""
+    if isinstance(arguments, Mapping):
+        return arguments
+    try:
+        args: Any = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return {"command": arguments}
+    return args if isinstance(args, Mapping) else {"command": str(args)}
+
+
+def command_line(args: Mapping[str, Any]) -> str | None:
+    """The first line of a call's command, bounded, or None."""
+    for key in COMMAND_KEYS:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            line = value.strip().split("\n", 1)[0]
+            if len(line) > MAX_COMMAND_CHARS:
+                line = line[: MAX_COMMAND_CHARS - 1] + "…"
+            return line
+    return None
+
+
+def call_files(name: str, args: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """``(read, edited)``: the files a tool call reads and the ones it changes."""
+    read: dict[str, None] = {}
+    edited: dict[str, None] = {}
+    edits = name in EDIT_TOOLS or (
+        name == "str_replace_editor" and str(args.get("command", "")) in _EDITOR_EDITS
+    )
+    for key, value in args.items():
+        values = value if isinstance(value, list) else [value]
+        for item in values:
+            if not isinstance(item, str) or not item:
+                continue
+            if key in _PATH_KEYS and "\n" not in item and len(item) < 300:
+                (edited if edits else read)[item] = None
+            elif key in COMMAND_KEYS and name != "str_replace_editor":
+                got, changed, named = command_files(item[:MAX_COMMAND_SCAN], mentions=True)
+                read.update(dict.fromkeys(got))
+                edited.update(dict.fromkeys(changed))
+                read.update(dict.fromkeys(p for p in named if p not in edited))
+            elif key not in COMMAND_KEYS and len(item) < 300 and looks_like_path(item):
+                read[item] = None
+    return [p for p in read if p not in edited], list(edited)
+
+
+def open_todos(args: Mapping[str, Any]) -> list[str] | None:
+    """The open items of a todo-list tool call (Claude Code's ``TodoWrite``), or None when the
+    call is no todo list. The list replaces the previous one whole."""
+    todos = args.get("todos")
+    if not isinstance(todos, list):
+        return None
+    out: list[str] = []
+    for item in todos:
+        if isinstance(item, Mapping) and item.get("status") != "completed":
+            text = str(item.get("content") or item.get("activeForm") or "").strip()
+            if text:
+                out.append(text[:160])
+    return out

@@ -1,0 +1,301 @@
+"""One running ledger: the record a compaction leaves where messages went (issue 19, item 3).
+
+Nothing vanishes without a trace (issue 12), and traces must not pile up: every layer that
+removes messages (the sliding window's note, the summary, the tool-result placeholders) feeds
+the same structured, model-free record, and the next compaction carries it forward:
+
+- the task (its opening words, shown when the task message itself is gone);
+- what the person said, verbatim sentence by sentence (:mod:`compaction.words`), the latest
+  value of each subject only;
+- files read and files edited (:mod:`compaction.shell` tells an edit from a read);
+- commands with their exit codes, error names, failing test ids, open todos;
+- how many messages and tool steps it stands for, and their recall ids.
+
+The record lives in ``meta["compaction"]["facts"]``; a later compaction reads it from there and
+never from the note's text, which anyone could have typed. Its text (:mod:`compaction.note`) is
+deterministic and bounded: at most half the characters it stands for and at most
+:data:`MAX_NOTE_CHARS` (or the smaller cap the strategy passes), whichever is less; when the
+bound forces a cut, the lowest priority goes first: commands and files read before errors,
+tests and edits, those before the person's facts, and the person's rules last. Recall ids are
+shown as one range; the full list stays in ``meta``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from .facts import (
+    call_arguments,
+    call_files,
+    command_line,
+    error_names,
+    exit_code,
+    failing_tests,
+    open_todos,
+)
+from .messages import Message
+from .transcript import is_note, is_person_written, message_ref, provenance
+from .words import PRIORITY, Statement, latest, statements
+
+__all__ = ["MAX_FACTS", "MAX_STATEMENTS", "Ledger", "ledger_of"]
+
+#: Items kept per kind in ``meta`` (the newest win); the person's statements have their own cap.
+MAX_FACTS: Final = 200
+MAX_STATEMENTS: Final = 400
+_TASK_CHARS: Final = 200
+
+
+def _put(into: dict[str, Any], item: str, value: Any = None) -> None:
+    """Add ``item`` as the newest (moved to the end when present); the oldest goes past the cap."""
+    into.pop(item, None)
+    into[item] = value
+    if len(into) > MAX_FACTS:
+        del into[next(iter(into))]
+
+
+class Ledger:
+    """What a stretch of removed messages held: bounded, ordered oldest to newest, mergeable."""
+
+    __slots__ = (
+        "chars",
+        "commands",
+        "edited",
+        "errors",
+        "failing",
+        "files",
+        "messages",
+        "pending",
+        "refs",
+        "results",
+        "said",
+        "seen",
+        "stale",
+        "steps",
+        "task",
+        "todos",
+    )
+
+    def __init__(self) -> None:
+        self.task: str | None = None
+        self.said: list[Statement] = []
+        self.stale: list[tuple[str, str]] = []  # (superseded sentence, by)
+        self.seen: set[str] = set()
+        self.files: dict[str, None] = {}
+        self.edited: dict[str, None] = {}
+        self.commands: dict[str, int | None] = {}
+        self.errors: dict[str, None] = {}
+        self.failing: dict[str, None] = {}
+        self.todos: list[str] | None = None
+        self.refs: list[str] = []
+        self.pending: dict[str, str] = {}  # tool call id -> its command, for the exit code
+        self.results: dict[str, int] = {}  # tool call id -> exit code, its call not yet seen
+        self.messages = 0
+        self.steps = 0
+        self.chars = 0  # of the original messages it stands for: what bounds its text
+
+    # -- reading messages ----------------------------------------------------------------------
+
+    def add_message(self, message: Message, cache: dict[int, Ledger] | None = None) -> None:
+        """Fold in one removed message (a note or summary of ours: its recorded ledger).
+
+        ``cache`` (by ``id(message)``, for as long as the messages live) keeps each message's
+        own ledger, so a layer that tries several cuts reads each message once."""
+        record = provenance(message)
+        if record is not None and is_note(message):
+            self.merge(record)
+            return
+        if cache is not None:
+            own = cache.get(id(message))
+            if own is None:
+                own = cache[id(message)] = Ledger()
+                own.add_message(message)
+            self.absorb(own)
+            return
+        self.messages += 1
+        self.chars += len(message.content) + sum(len(c.arguments) for c in message.tool_calls)
+        self.refs.append(message_ref(message))
+        if is_person_written(message):
+            self._said(message.content)
+        if message.tool_calls:
+            self.steps += 1
+        for call in message.tool_calls:
+            self._add_call(call.id, call.name, call.arguments)
+        if message.role == "tool":
+            self._add_result(message, record)
+        elif message.content:
+            for name in error_names(message.content):
+                _put(self.errors, name)
+
+    def set_task(self, text: str) -> None:
+        """Record the task (its opening words): the layer that removed it says so."""
+        self.task = " ".join(text.split())[:_TASK_CHARS] or None
+
+    def _said(self, text: str) -> None:
+        for statement in statements(text, self.seen):
+            self._state(statement)
+
+    def _state(self, statement: Statement) -> None:
+        kept, gone = latest([*self.said, statement])
+        self.said = kept[-MAX_STATEMENTS:]
+        self.stale.extend((old.text, by) for old, by in gone)
+        del self.stale[:-MAX_FACTS]
+
+    def _add_call(self, call_id: str, name: str, arguments: str) -> None:
+        args = call_arguments(arguments)
+        read, edited = call_files(name, args)
+        for path in edited:
+            self.files.pop(path, None)
+            _put(self.edited, path)
+        for path in read:
+            if path not in self.edited:
+                _put(self.files, path)
+        line = command_line(args)
+        if line is not None and name != "str_replace_editor":
+            _put(self.commands, line)
+            self.pending[call_id] = line
+        todos = open_todos(args)
+        if todos is not None:
+            self.todos = todos
+
+    def _add_result(self, message: Message, record: Mapping[str, Any] | None) -> None:
+        own = record.get("facts") if record is not None else None
+        text = message.content
+        code = exit_code(text)
+        if isinstance(own, Mapping):  # a placeholder: what its original output held
+            if code is None and isinstance(own.get("exit"), int):
+                code = own["exit"]
+            for name in own.get("errors", ()):
+                _put(self.errors, str(name))
+            for test in own.get("failing", ()):
+                _put(self.failing, str(test))
+        if code is not None:
+            self._exit(message.tool_call_id or "", code)
+        for name in error_names(text):
+            _put(self.errors, name)
+        for test in failing_tests(text):
+            _put(self.failing, test)
+
+    def _exit(self, call_id: str, code: int) -> None:
+        command = self.pending.pop(call_id, None)
+        if command is None:
+            # the call is in another message, read apart (a cached ledger): matched on absorb
+            self.results[call_id] = code
+        elif command in self.commands:
+            self.commands[command] = code
+
+    # -- merging -------------------------------------------------------------------------------
+
+    def absorb(self, other: Ledger) -> None:
+        """Fold in ``other``, a ledger of newer messages."""
+        self.messages += other.messages
+        self.steps += other.steps
+        self.chars += other.chars
+        self.refs.extend(other.refs)
+        if other.task is not None:
+            self.task = self.task or other.task
+        for statement in other.said:
+            key = statement.text.lower().rstrip(".!? ")
+            if key not in self.seen:
+                self.seen.add(key)
+                self._state(statement)
+        self.stale.extend(other.stale)
+        for path in other.edited:
+            self.files.pop(path, None)
+            _put(self.edited, path)
+        for path in other.files:
+            if path not in self.edited:
+                _put(self.files, path)
+        for command, code in other.commands.items():
+            _put(self.commands, command, code)
+        for call_id, command in other.pending.items():
+            self.pending[call_id] = command
+        for call_id, code in other.results.items():
+            self._exit(call_id, code)
+        for name in other.errors:
+            _put(self.errors, name)
+        for test in other.failing:
+            _put(self.failing, test)
+        if other.todos is not None:
+            self.todos = other.todos
+
+    def merge(self, record: Mapping[str, Any]) -> None:
+        """Fold in an older note's or summary's recorded ledger (``record``: its provenance)."""
+        self.absorb(Ledger.from_record(record))
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, Any]) -> Ledger:
+        """The ledger an older note recorded (its provenance), read from ``meta`` only."""
+        out = cls()
+        facts = record.get("facts")
+        refs = [str(r) for r in record.get("replaces") or ()]
+        out.refs = refs
+        if not isinstance(facts, Mapping):
+            out.messages = len(refs)
+            return out
+        out.messages = _int(facts.get("messages"), len(refs))
+        out.steps = _int(facts.get("steps"), 0)
+        out.chars = _int(facts.get("chars"), 0)
+        task = facts.get("task")
+        out.task = str(task)[:_TASK_CHARS] if task else None
+        for item in _items(facts.get("said")):
+            if isinstance(item, Sequence) and len(item) == 2 and item[0] in PRIORITY:
+                out.said.append(Statement(item[0], str(item[1])))
+                out.seen.add(str(item[1]).lower().rstrip(".!? "))
+        for item in _items(facts.get("stale")):
+            if isinstance(item, Sequence) and len(item) == 2:
+                out.stale.append((str(item[0]), str(item[1])))
+        for key, into in (
+            ("edited", out.edited),
+            ("files", out.files),
+            ("errors", out.errors),
+            ("failing", out.failing),
+        ):
+            for item in _items(facts.get(key)):
+                _put(into, str(item))
+        for item in _items(facts.get("commands")):
+            if isinstance(item, str):  # an older note: commands without exit codes
+                _put(out.commands, item)
+            elif isinstance(item, Sequence) and len(item) == 2:
+                code = item[1] if isinstance(item[1], int) else None
+                _put(out.commands, str(item[0]), code)
+        todos = facts.get("todos")
+        if isinstance(todos, Sequence) and not isinstance(todos, str):
+            out.todos = [str(t) for t in todos][:MAX_FACTS]
+        return out
+
+    def record(self) -> dict[str, Any]:
+        """The ledger as plain data, for the note's provenance."""
+        return {
+            "messages": self.messages,
+            "steps": self.steps,
+            "chars": self.chars,
+            "task": self.task,
+            "said": tuple((s.kind, s.text) for s in self.said),
+            "stale": tuple(self.stale),
+            "edited": tuple(self.edited),
+            "files": tuple(f for f in self.files if f not in self.edited),
+            "commands": tuple((c, code) for c, code in self.commands.items()),
+            "errors": tuple(self.errors),
+            "failing": tuple(self.failing),
+            "todos": tuple(self.todos) if self.todos is not None else None,
+        }
+
+
+def _int(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _items(value: Any) -> Iterable[Any]:
+    if isinstance(value, (list, tuple)):
+        return value[: MAX_STATEMENTS + MAX_FACTS]
+    return ()
+
+
+def ledger_of(messages: Sequence[Message], cache: dict[int, Ledger] | None = None) -> Ledger:
+    """The ledger of ``messages``, oldest first (older notes among them merged in); ``cache``
+    as for :meth:`Ledger.add_message`."""
+    ledger = Ledger()
+    for message in messages:
+        ledger.add_message(message, cache)
+    return ledger
