@@ -41,7 +41,6 @@ def unavailable() -> str | None:
             return f"PostgreSQL is not installed ({name} not found on PATH or /usr/lib/postgresql)"
     try:
         import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
     except ImportError:
         return "psycopg is not installed (pip install 'compaction-ladder[postgres]')"
     if os.geteuid() == 0:

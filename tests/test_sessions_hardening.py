@@ -273,6 +273,7 @@ def test_the_sessions_package_imports_in_one_direction() -> None:
     for module in sorted(modules):
         visit(module, ())
     # and the layers: the neutral Session knows no backend, no backend knows the Session
-    assert graph["session"].isdisjoint({"store", "filestore", "journal", "postgres"})
-    for backend in ("filestore", "journal", "postgres", "pgconn", "backend"):
+    backends = ("filestore", "journal", "postgres", "pgarchive", "pgrows", "pgconn", "pgpool")
+    assert graph["session"].isdisjoint({"store", *backends})
+    for backend in (*backends, "backend", "formatting"):
         assert graph[backend].isdisjoint({"session", "store", "mapping", "recall"}), backend

@@ -17,6 +17,11 @@ A connection lost mid-call (a server restart, a failover) is retried for up to
 commit whose acknowledgement was lost is found, not made twice. Past the deadline the error
 is raised: a write never returns without being committed. Any other failure (credentials, a
 missing database, a timeout, a value out of range) is a StoreError at once (see pgpool.py).
+
+This module holds the operations, one transaction each; the statements they share (creating
+and locking a session row, reading its messages, writing a document) and the decoding of rows
+into Entries are in pgrows.py; whole-session snapshot and restore (export and import) are in
+pgarchive.py.
 """
 
 from __future__ import annotations
@@ -29,19 +34,11 @@ from typing import Any, TypeVar
 import psycopg
 
 from ..messages import Message
+from . import pgarchive, pgrows
 from .archive import Archive
-from .backend import MAPPINGS, Backend, check_epoch, check_view_update, encoded_view
-from .codec import (
-    check_view,
-    decode_message,
-    encode_message,
-    format_ts,
-    loads,
-    now,
-    parse_ts,
-)
+from .backend import Backend, check_epoch, check_view_update
+from .codec import check_view, encode_message, format_ts, loads, now, parse_ts
 from .errors import (
-    SessionExistsError,
     SessionFormatError,
     SessionNotFoundError,
 )
@@ -106,50 +103,19 @@ class PostgresBackend(Backend):
 
         return self._run(work, what="list")
 
-    def _create_row(self, conn: psycopg.Connection[Any], name: str) -> None:
-        stamp = format_ts(now())
-        token = uuid.uuid4()
-        inserted = conn.execute(
-            "INSERT INTO compaction_sessions (name, created, first_seq, next_seq, epoch, token)"
-            " VALUES (%s, %s, 0, 0, %s, %s) ON CONFLICT (name) DO NOTHING RETURNING name",
-            (name, stamp, uuid.uuid4(), token),
-        ).fetchone()
-        if inserted is None:
-            return
-        for kind in MAPPINGS:
-            data = {"created": stamp} if kind == "metadata" else {}
-            conn.execute(
-                "INSERT INTO compaction_documents (session, kind, token, body)"
-                " VALUES (%s, %s, %s, %s)",
-                (name, kind, token, text({"updated": stamp, "data": data})),
-            )
-
     def create(self, name: str) -> None:
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
-                self._create_row(conn, name)
+                pgrows.create_row(conn, name)
 
         self._run(work, what="create")
-
-    def _lock_row(
-        self, conn: psycopg.Connection[Any], name: str, create: bool
-    ) -> tuple[Any, ...] | None:
-        query = (
-            "SELECT created, first_seq, next_seq, epoch, token FROM compaction_sessions"
-            " WHERE name = %s FOR UPDATE"
-        )
-        row = conn.execute(query, (name,)).fetchone()
-        if row is None and create:
-            self._create_row(conn, name)
-            row = conn.execute(query, (name,)).fetchone()
-        return row
 
     # -- the raw history ----------------------------------------------------------------------
 
     def read(self, name: str, history: History) -> None:
         def work(conn: psycopg.Connection[Any]) -> None:
             start = history.next_seq if history.cursor is not None else 0
-            rows = self._fetch(conn, name, start)
+            rows = pgrows.fetch(conn, name, start)
             if not rows:
                 history.reset()
                 return
@@ -157,34 +123,17 @@ class PostgresBackend(Backend):
             if history.cursor != epoch:
                 history.reset(epoch, first_seq, parse_ts(created, self._bad(name)), str(epoch))
                 if start > first_seq:  # read from the wrong place: the session was replaced
-                    rows = self._fetch(conn, name, first_seq)
+                    rows = pgrows.fetch(conn, name, first_seq)
             entries = [self._entry(name, r[4], r[5], r[6]) for r in rows if r[4] is not None]
             history.extend(e for e in entries if e.seq >= history.next_seq)
 
         self._run(work, what="read")
 
-    @staticmethod
-    def _fetch(conn: psycopg.Connection[Any], name: str, start: int) -> list[tuple[Any, ...]]:
-        # One statement, so one snapshot: the session row and its messages agree.
-        return conn.execute(
-            "SELECT s.created, s.first_seq, s.next_seq, s.epoch, m.seq, m.ts, m.body"
-            " FROM compaction_sessions s LEFT JOIN compaction_messages m"
-            " ON m.session = s.name AND m.seq >= %s"
-            " WHERE s.name = %s ORDER BY m.seq",
-            (start, name),
-        ).fetchall()
-
     def _bad(self, name: str) -> Callable[[str], SessionFormatError]:
-        def fail(reason: str) -> SessionFormatError:
-            return SessionFormatError(f"{self.location}#{name}", reason)
-
-        return fail
+        return pgrows.failure(self.location, name)
 
     def _entry(self, name: str, seq: int, ts: str, body: str) -> Entry:
-        def fail(reason: str) -> SessionFormatError:
-            return SessionFormatError(f"{self.location}#{name}", f"message seq {seq}: {reason}")
-
-        return Entry(seq, parse_ts(ts, fail), decode_message(loads(body, fail), fail))
+        return pgrows.entry(self.location, name, seq, ts, body)
 
     def append(
         self, name: str, history: History, messages: Sequence[Message], at: datetime
@@ -197,7 +146,7 @@ class PostgresBackend(Backend):
             nonlocal attempts
             attempts += 1
             with conn.transaction():
-                row = self._lock_row(conn, name, create=True)
+                row = pgrows.lock_row(conn, name, create=True)
                 assert row is not None
                 if attempts > 1:
                     done = conn.execute(
@@ -208,7 +157,7 @@ class PostgresBackend(Backend):
                     if done:  # committed by an attempt whose acknowledgement was lost
                         return [self._entry(name, *r) for r in done]
                 next_seq = row[2]
-                entries = self._fresh_ids(conn, name, messages, next_seq, at)
+                entries = pgrows.fresh_ids(conn, name, messages, next_seq, at)
                 rows = [
                     (
                         name,
@@ -245,38 +194,6 @@ class PostgresBackend(Backend):
         self.read(name, history)
         return entries
 
-    @staticmethod
-    def _fresh_ids(
-        conn: psycopg.Connection[Any],
-        name: str,
-        messages: Sequence[Message],
-        next_seq: int,
-        at: datetime,
-    ) -> list[Entry]:
-        """The batch's entries, with automatic ids no stored message already has.
-
-        The history is not read here (that would be a round trip of the whole session per
-        append): the ids we would give are looked up, and any taken one is given a free
-        alternative; each round takes at least one more id off, so this ends.
-        """
-        taken: set[str] = set()
-        while True:
-            entries = assign_ids(name, History(), messages, next_seq, at, taken)
-            automatic = {
-                key(e.message.id or ""): e.message.id or ""
-                for e, m in zip(entries, messages, strict=True)
-                if m.id is None
-            }
-            if not automatic:
-                return entries
-            found = conn.execute(
-                "SELECT msg_key FROM compaction_messages WHERE session = %s AND msg_key = ANY(%s)",
-                (name, list(automatic)),
-            ).fetchall()
-            if not found:
-                return entries
-            taken.update(automatic[r[0]] for r in found)
-
     # -- the documents ------------------------------------------------------------------------
 
     def read_document(self, name: str, kind: str) -> dict[str, Any] | None:
@@ -308,7 +225,7 @@ class PostgresBackend(Backend):
 
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
-                self._lock_row(conn, name, create=True)
+                pgrows.lock_row(conn, name, create=True)
                 row = conn.execute(
                     "SELECT token, body FROM compaction_documents"
                     " WHERE session = %s AND kind = %s FOR UPDATE",
@@ -334,13 +251,7 @@ class PostgresBackend(Backend):
         token: uuid.UUID,
         body: dict[str, Any],
     ) -> None:
-        limit = self.max_value_bytes
-        conn.execute(
-            "INSERT INTO compaction_documents (session, kind, token, body)"
-            " VALUES (%s, %s, %s, %s) ON CONFLICT (session, kind)"
-            " DO UPDATE SET token = EXCLUDED.token, body = EXCLUDED.body",
-            (name, kind, token, text(body, f"the {kind} document", limit)),
-        )
+        pgrows.put_document(conn, name, kind, token, body, self.max_value_bytes)
 
     def put_view(
         self, name: str, body: dict[str, Any], min_seq: int | None, epoch: str | None
@@ -349,7 +260,7 @@ class PostgresBackend(Backend):
 
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
-                row = self._lock_row(conn, name, create=True)
+                row = pgrows.lock_row(conn, name, create=True)
                 assert row is not None
                 found = conn.execute(
                     "SELECT token, body FROM compaction_documents"
@@ -376,7 +287,7 @@ class PostgresBackend(Backend):
 
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
-                row = self._lock_row(conn, name, create=False)
+                row = pgrows.lock_row(conn, name, create=False)
                 if row is None or row[3] == epoch:
                     return
                 conn.execute("DELETE FROM compaction_messages WHERE session = %s", (name,))
@@ -420,75 +331,15 @@ class PostgresBackend(Backend):
 
     def snapshot(self, name: str) -> Archive:
         def work(conn: psycopg.Connection[Any]) -> Archive:
-            with conn.transaction():
-                # One snapshot for the row, the messages and the documents.
-                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                rows = self._fetch(conn, name, 0)
-                if not rows:
-                    raise SessionNotFoundError(name, self.location)
-                docs = dict(
-                    conn.execute(
-                        "SELECT kind, body FROM compaction_documents WHERE session = %s", (name,)
-                    ).fetchall()
-                )
-            created, first_seq = rows[0][0], rows[0][1]
-            entries = tuple(self._entry(name, r[4], r[5], r[6]) for r in rows if r[4] is not None)
-            fail = self._bad(name)
-            documents = {}
-            for kind in MAPPINGS:
-                doc = loads(docs[kind], fail) if kind in docs else {"updated": created, "data": {}}
-                documents[kind] = {"updated": doc["updated"], "data": doc["data"]}
-            view = None
-            if "view" in docs:
-                stored = loads(docs["view"], fail)
-                stored["messages"] = check_view(stored, fail)
-                view = encoded_view(stored)
-            return Archive(name, parse_ts(created, fail), first_seq, entries, documents, view)
+            return pgarchive.snapshot(conn, self.location, name)
 
         return self._run(work, what="snapshot")
 
     def restore(self, name: str, archive: Archive) -> None:
         token = uuid.uuid4()
-        next_seq = archive.first_seq + len(archive.entries)
 
         def work(conn: psycopg.Connection[Any]) -> None:
-            with conn.transaction():
-                inserted = conn.execute(
-                    "INSERT INTO compaction_sessions"
-                    " (name, created, first_seq, next_seq, epoch, token)"
-                    " VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (name) DO NOTHING"
-                    " RETURNING name",
-                    (name, format_ts(archive.created), archive.first_seq, next_seq, token, token),
-                ).fetchone()
-                if inserted is None:
-                    row = conn.execute(
-                        "SELECT token FROM compaction_sessions WHERE name = %s", (name,)
-                    ).fetchone()
-                    if row is not None and row[0] == token:
-                        return  # this import committed on an earlier attempt
-                    raise SessionExistsError(name, self.location)
-                with (
-                    conn.cursor() as cur,
-                    cur.copy(
-                        "COPY compaction_messages (session, seq, ts, msg_key, batch, body)"
-                        " FROM STDIN"
-                    ) as copy,
-                ):
-                    for e in archive.entries:
-                        copy.write_row(
-                            (
-                                name,
-                                e.seq,
-                                format_ts(e.timestamp),
-                                key(e.message.id or ""),
-                                token,
-                                self._text(encode_message(e.message), f"message seq {e.seq}"),
-                            )
-                        )
-                for kind, body in archive.documents.items():
-                    self._put(conn, name, kind, token, body)
-                if archive.view is not None:
-                    self._put(conn, name, "view", token, archive.view)
+            pgarchive.restore(conn, self.location, name, archive, token, self.max_value_bytes)
 
         ids = [e.message.id for e in archive.entries]
         if len(set(ids)) != len(ids):

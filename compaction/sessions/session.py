@@ -18,7 +18,6 @@ thread, so a session used from async code never blocks the event loop on disk or
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -36,6 +35,7 @@ from .archive import dump_archive
 from .backend import Backend, check_epoch
 from .codec import check_json, encode_message, format_ts, now, parse_ts
 from .errors import SessionFormatError
+from .formatting import format_history
 from .history import Entry, History
 from .mapping import SessionMapping
 from .recall import RecallTool
@@ -320,41 +320,7 @@ class Session:
         ``with_metadata`` adds a header with the session's timestamps, metadata, global
         context and state, and each message's id, token count and meta.
         """
-        lines: list[str] = []
-        entries = self.entries
-        if with_metadata:
-            created, updated = self.created, self.updated
-            lines.append(f"Session: {self.name}")
-            lines.append(f"Created: {_stamp(created) if created else '-'}")
-            lines.append(f"Updated: {_stamp(updated) if updated else '-'}")
-            for label, mapping in (
-                ("Metadata", self.metadata),
-                ("Global context", self.global_context),
-                ("State", self.state),
-            ):
-                data = mapping.to_dict()
-                lines.append(f"{label}:" + ("" if data else " (none)"))
-                lines.extend(f"  {k}: {_json(v)}" for k, v in data.items())
-            lines.append(f"Messages: {len(entries)}")
-            lines.append("")
-        for entry in entries:
-            m = entry.message
-            who = m.role if m.name is None else f"{m.role} ({m.name})"
-            text = m.content
-            if m.tool_calls:
-                calls = ", ".join(f"{c.name}({c.arguments})" for c in m.tool_calls)
-                text = f"{text} [calls: {calls}]" if text else f"[calls: {calls}]"
-            lines.append(f"[{_stamp(entry.timestamp)}] {who}: {text}")
-            if with_metadata:
-                details = [f"id={m.id}"]
-                if m.tool_call_id:
-                    details.append(f"tool_call_id={m.tool_call_id}")
-                if m.tokens is not None:
-                    details.append(f"tokens={m.tokens}")
-                if m.meta:
-                    details.append(f"meta={_json(dict(m.meta))}")
-                lines.append("    " + " ".join(details))
-        return "\n".join(lines)
+        return format_history(self, with_metadata)
 
     def snapshot(self) -> dict[str, Any]:
         """Everything in the session as JSON-ready data (what ``export`` writes)."""
@@ -414,11 +380,3 @@ def _repaired(name: str, messages: tuple[Message, ...]) -> tuple[Message, ...]:
             repairs=[f"{r.kind} {r.call_id}" for r in repairs],
         )
     return fixed
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
