@@ -41,6 +41,7 @@ from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
+from . import recall_tools
 from ._conversations import Conversations
 from .langchain_messages import (
     from_langchain,
@@ -129,7 +130,8 @@ class CompactionMiddleware(AgentMiddleware):
     ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     :class:`~compaction.trigger.Compactor`'s; ``count_tools`` counts the tool schemas into
     the budget; ``max_threads`` bounds how many conversations are remembered (least recently
-    used first out).
+    used first out); ``recall=True`` adds a ``recall`` tool that gives the model back any
+    message a placeholder or note names, from the graph state.
 
     ``compactor(thread_id)`` answers the compactor of a thread (its ``stats`` say what it
     did); ``last_request`` the messages the last model call was sent, system message first.
@@ -147,8 +149,11 @@ class CompactionMiddleware(AgentMiddleware):
         count_tools: bool = True,
         labels: Mapping[str, Any] | None = None,
         max_threads: int = 256,
+        recall: bool = False,
     ) -> None:
         super().__init__()
+        # recall=True: the model gets a ``recall`` tool answering from the graph state.
+        self.tools = [recall_tools.langchain_recall_tool()] if recall else []
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):

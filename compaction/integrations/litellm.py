@@ -46,6 +46,7 @@ from ..adapters import AdapterError
 from ..adapters.openai import from_openai, to_openai
 from ..trigger import Compactor
 from ._compactor import default_pipeline
+from .recall_tools import MessagesRecall
 
 __all__ = ["CompactionHook"]
 
@@ -70,7 +71,9 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     ``window`` is used for models LiteLLM has no window for; ``pipeline`` is the ladder
     (default: tool results, sliding window, extractive summary); ``compact_at``,
     ``compact_to``, ``counter``, ``min_saving`` and ``labels`` are the
-    :class:`~compaction.trigger.Compactor`'s.
+    :class:`~compaction.trigger.Compactor`'s. ``recall=True`` gives :attr:`recall_tool`: put
+    its ``spec`` in ``tools`` and answer the model's ``recall`` calls with its
+    ``handle(tool_call, messages)``, which gives back any message a placeholder or note names.
     """
 
     def __init__(
@@ -84,8 +87,11 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         min_saving: float = 0.05,
         labels: Mapping[str, Any] | None = None,
         max_conversations: int = 256,
+        recall: bool = False,
     ) -> None:
         super().__init__()
+        # recall=True: a tool spec (``recall_tool.spec``) and its handler over your messages.
+        self.recall_tool = MessagesRecall() if recall else None
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):

@@ -33,6 +33,7 @@ from ..adapters.responses import from_responses, to_responses
 from ..messages import Message
 from ..trigger import Compactor
 from ._compactor import build_compactor
+from .recall_tools import AgentsRecall
 
 if TYPE_CHECKING:
     from ..pipeline import CompactionPipeline
@@ -61,7 +62,9 @@ class CompactionFilter:
     extractive summary) and any other :class:`~compaction.trigger.Compactor` option
     (``compact_at``, ``compact_to``, ``counter``, ``tools``, ``labels``, ``min_saving``).
     Without ``tools``, the function tools of the agent being run are counted (their schemas
-    travel with every request).
+    travel with every request). ``recall=True`` offers :attr:`recall_tool`, a ``recall``
+    function tool for the agent that gives the model back any message a placeholder or note
+    names.
     """
 
     def __init__(
@@ -70,9 +73,12 @@ class CompactionFilter:
         *,
         window: int | None = None,
         pipeline: CompactionPipeline | None = None,
+        recall: bool = False,
         **options: Any,
     ) -> None:
         self.compactor = build_compactor(compactor, window, pipeline, options)
+        # recall=True: ``recall_tool`` answers from the last input the runner gave us.
+        self.recall = AgentsRecall() if recall else None
         # Without tools= the agent's own function tools are counted, as the runner sends their
         # schemas with every request: known only at the first call.
         self._learn_tools = compactor is None and "tools" not in options
@@ -109,6 +115,8 @@ class CompactionFilter:
         if self._learn_tools:
             self._with_agent_tools(data.agent)
         model_data = data.model_data
+        if self.recall is not None:
+            self.recall.remember(model_data.input)
         instructions = model_data.instructions
         messages = _read(model_data.input)
         if messages is None:
@@ -121,6 +129,13 @@ class CompactionFilter:
             return model_data
         kept = [m for m in request if not m.meta.get(_INSTRUCTIONS)]
         return ModelInputData(input=to_responses(kept), instructions=instructions)
+
+    @property
+    def recall_tool(self) -> Any:
+        """The ``recall`` function tool for the agent's ``tools`` (needs ``recall=True``)."""
+        if self.recall is None:
+            raise ValueError("recall_tool needs CompactionFilter(..., recall=True)")
+        return self.recall.tool
 
     def observe(self, usage: Any) -> None:
         """Anchor the next estimate on the provider's count of the request last sent (a usage
