@@ -282,3 +282,28 @@ def test_unknown_bad_and_oversized_ids_are_answered_plainly() -> None:
     assert "non-empty string" in tool.answer("{not json", openai_history)
     answered = tool.handle({"id": "c1", "function": {"arguments": {"id": ref}}}, openai_history)
     assert answered == {"role": "tool", "tool_call_id": "c1", "content": "the task"}
+
+
+def test_every_original_in_a_history_is_recalled_by_its_ref() -> None:
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    from compaction import Message
+    from compaction.integrations.recall_tools import find_original
+    from compaction.transcript import message_ref
+
+    texts = st.text(min_size=1, max_size=40)
+    messages = st.lists(
+        st.builds(Message, st.sampled_from(["user", "assistant"]), texts), max_size=12
+    )
+
+    @hypothesis.given(messages)
+    @hypothesis.settings(max_examples=60, deadline=None)
+    def check(history: list[Message]) -> None:
+        for message in history:
+            found = find_original(message_ref(message), history)
+            # The same role and text (two equal messages share one fingerprint).
+            assert found is not None
+            assert (found.role, found.content) == (message.role, message.content)
+
+    check()

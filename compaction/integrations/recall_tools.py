@@ -151,8 +151,9 @@ class AgentsRecall:
 
     The runner hands ``call_model_input_filter`` the whole input (session history, new input
     and this run's items) before every model call, so the last one holds every message the
-    model could have seen a recall id for. Only the list is kept (a shallow copy); it is
-    converted when the model calls ``recall``.
+    model could have seen a recall id for. Only a reference to that list is kept (no copy,
+    so the per-call cost stays flat however long the run); it is converted when the model
+    calls ``recall``.
     """
 
     def __init__(self) -> None:
@@ -162,7 +163,7 @@ class AgentsRecall:
     def remember(self, items: Any) -> None:
         """Keep ``items`` (the runner's model input) as the history to answer from."""
         if isinstance(items, list):
-            self.items = list(items)
+            self.items = items
 
     def answer(self, ref: Any) -> str:
         from ..adapters.responses import from_responses
