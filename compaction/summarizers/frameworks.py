@@ -34,6 +34,7 @@ import threading
 from typing import Any, Final
 
 from .base import SummarizerError
+from .base import user_prompt as prompt
 from .deadline import await_with_deadline, call_with_deadline, check_timeout
 
 __all__ = [
@@ -46,14 +47,6 @@ __all__ = [
 
 #: The longest answer used by default: a 1024-token summary is about 4-6 kB of text.
 DEFAULT_MAX_CHARS: Final = 64_000
-
-
-def prompt(transcript: str) -> str:
-    """The user message: the transcript fenced as data, then the one request."""
-    return (
-        f"<transcript>\n{transcript}\n</transcript>\n\n"
-        "Summarise the transcript above as instructed."
-    )
 
 
 def _positive_int(owner: str, option: str, value: Any) -> int:
@@ -281,7 +274,9 @@ class LiteLLMSummarizer(_ModelSummarizer):
             ],
             "max_tokens": self.max_tokens,
             "temperature": 0.0,
-            "timeout": self.timeout,
+            # LiteLLM's own timeout lets a call left behind at our deadline end soon after;
+            # it is set past the deadline so the deadline, not LiteLLM, decides the failure.
+            "timeout": self.timeout + 1.0,
             **self.options,
         }
 
