@@ -55,10 +55,15 @@ def find_original(ref: str, messages: Iterable[Message]) -> Message | None:
     Compaction output (a note, a summary, a placeholder) is never answered: it is not the
     original, and the model already holds it.
     """
+    by_content = ref.startswith("sha1:")
     for message in messages:
         if is_compaction_output(message):
             continue
-        if message.id == ref or message_ref(message) == ref:
+        if message.id == ref:
+            return message
+        # A fingerprint names a message by its content (as a Session's lookup does): also a
+        # message that has an id by now but was fingerprinted before it had one.
+        if by_content and message_ref(message.replace(id=None)) == ref:
             return message
     return None
 
