@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -41,11 +42,21 @@ KINDS = ["langchain", "pydantic_ai", "agents", "litellm"]
 
 
 class Behaviour:
-    """What the fake model does, and what it was sent."""
+    """What the fake model does, and what it was sent.
 
-    def __init__(self, mode: str) -> None:
+    A slow model waits for ``release`` (at most ``SLOW`` seconds): the test's teardown
+    releases it and waits for the call left behind at the deadline to end, so no thread of
+    this test is still running in the next one.
+    """
+
+    def __init__(self, mode: str, release: threading.Event) -> None:
         self.mode = mode
+        self.release = release
         self.seen: list[str] = []
+
+    def wait(self) -> None:
+        if self.mode == "slow":
+            self.release.wait(SLOW)
 
     def text(self, received: str) -> str:
         self.seen.append(received)
@@ -57,7 +68,10 @@ class Behaviour:
 
     async def atext(self, received: str) -> str:
         if self.mode == "slow":
-            await asyncio.sleep(SLOW)
+            waited = 0.0
+            while not self.release.is_set() and waited < SLOW:
+                await asyncio.sleep(0.05)
+                waited += 0.05
         return self.text(received)
 
 
@@ -79,8 +93,7 @@ def langchain_model(behaviour: Behaviour) -> Any:
             return "fake"
 
         def _generate(self, messages: list[Any], *a: Any, **k: Any) -> ChatResult:
-            if behaviour.mode == "slow":
-                time.sleep(SLOW)
+            behaviour.wait()
             return result(behaviour.text("\n".join(m.text for m in messages)))
 
         async def _agenerate(self, messages: list[Any], *a: Any, **k: Any) -> ChatResult:
@@ -111,7 +124,7 @@ def agents_model(behaviour: Behaviour) -> Any:
     class Fake(Model):
         async def get_response(self, system_instructions: Any, input: Any, *a: Any, **k: Any):
             text = await behaviour.atext(f"{system_instructions}\n{input}")
-            content = [ResponseOutputText(type="output_text", text=text, annotations=[])]
+            content: list[Any] = [ResponseOutputText(type="output_text", text=text, annotations=[])]
             item = ResponseOutputMessage(
                 id="m", type="message", role="assistant", status="completed", content=content
             )
@@ -127,10 +140,11 @@ def agents_model(behaviour: Behaviour) -> Any:
 @pytest.fixture
 def make() -> Iterator[Any]:
     """``make(kind, mode)`` -> (summariser, behaviour); servers stop at the end of the test."""
+    release = threading.Event()
     with contextlib.ExitStack() as stack:
 
         def build(kind: str, mode: str, **options: Any) -> tuple[Any, Behaviour]:
-            behaviour = Behaviour(mode)
+            behaviour = Behaviour(mode, release)
             # Generous, except where the deadline is what is tested: a loaded machine is slow.
             options.setdefault("timeout", TIMEOUT if mode == "slow" else 30.0)
             if kind == "litellm":
@@ -138,14 +152,16 @@ def make() -> Iterator[Any]:
 
                 def reply(body: dict[str, Any]) -> Any:
                     received = "\n".join(str(m.get("content")) for m in body["messages"])
-                    if behaviour.mode == "slow":
-                        time.sleep(SLOW)
+                    behaviour.wait()
                     try:
                         return text_reply(behaviour.text(received))
                     except RuntimeError:
                         return None  # the server answers HTTP 500
 
                 server = stack.enter_context(ScriptedChatServer(reply))
+                # Handler threads joined when the server closes: a reply written after the
+                # client left (a broken pipe, its traceback) ends within this test.
+                server._httpd.daemon_threads = False
                 model: Any = "openai/local-model"
                 options.update(api_base=server.base_url, api_key="t")
             else:
@@ -157,6 +173,20 @@ def make() -> Iterator[Any]:
             return model_summarizer(model, **options), behaviour
 
         yield build
+        settle(release)  # before the servers close, so their handlers can answer and end
+
+
+def settle(release: threading.Event) -> None:
+    """Release slow models and wait for the calls left behind at their deadline to end.
+
+    A left-behind call still runs code after the test (an exception and its traceback, which
+    Python 3.11 formats with ``ast.parse``); ``ast.parse`` in two threads at once fails in
+    CPython 3.11 ("AST constructor recursion depth mismatch"), so none may outlive its test.
+    """
+    release.set()
+    for thread in threading.enumerate():
+        if thread.name == "compaction-summarizer":
+            thread.join(timeout=SLOW + 5)
 
 
 def conversation() -> list[Any]:
