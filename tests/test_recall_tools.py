@@ -159,7 +159,7 @@ def test_pydantic_ai_capability_contributes_recall() -> None:
 
 
 def _chat_brain(brain: Brain) -> Any:
-    def reply(request: dict[str, Any]) -> dict[str, Any]:
+    def reply(request: dict[str, Any]) -> Any:
         texts = [str(m.get("content") or "") for m in request["messages"]]
         step = brain.next(texts)
         if step is None:
@@ -219,7 +219,8 @@ def test_litellm_hook_gives_spec_and_handler() -> None:
     litellm.telemetry = False
     brain = Brain()
     hook = CompactionHook(window=WINDOW, recall=True)
-    assert hook.recall_tool is not None
+    recall = hook.recall_tool
+    assert recall is not None
     read = {
         "type": "function",
         "function": {
@@ -237,7 +238,7 @@ def test_litellm_hook_gives_spec_and_handler() -> None:
             response = await litellm.acompletion(
                 model="openai/local-model",
                 messages=messages,
-                tools=[read, hook.recall_tool.spec],
+                tools=[read, recall.spec],
                 api_base=server.base_url,
                 api_key="t",
             )
@@ -247,7 +248,7 @@ def test_litellm_hook_gives_spec_and_handler() -> None:
                 return
             for call in message.tool_calls:
                 if call.function.name == "recall":
-                    messages.append(hook.recall_tool.handle(call, messages))
+                    messages.append(recall.handle(call, messages))
                 else:
                     path = json.loads(call.function.arguments)["path"]
                     messages.append(
