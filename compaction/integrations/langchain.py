@@ -46,6 +46,7 @@ from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
+from . import recall_tools
 from ._conversations import Conversations
 from ._incremental import common_prefix
 from .langchain_messages import (
@@ -134,7 +135,8 @@ class CompactionMiddleware(AgentMiddleware):
     the budget; ``observe_usage`` anchors the estimate on the ``input_tokens`` the model
     reports (a count far below the local one, such as a fake model's 0, is ignored anyway);
     ``max_threads`` bounds how many conversations are remembered (least recently
-    used first out).
+    used first out); ``recall=True`` adds a ``recall`` tool that gives the model back any
+    message a placeholder or note names, from the graph state.
 
     ``compactor(thread_id)`` answers the compactor of a thread (its ``stats`` say what it
     did); ``last_request`` the messages the last model call was sent, system message first.
@@ -153,8 +155,11 @@ class CompactionMiddleware(AgentMiddleware):
         labels: Mapping[str, Any] | None = None,
         observe_usage: bool = True,
         max_threads: int = 256,
+        recall: bool = False,
     ) -> None:
         super().__init__()
+        # recall=True: the model gets a ``recall`` tool answering from the graph state.
+        self.tools = [recall_tools.langchain_recall_tool()] if recall else []
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):

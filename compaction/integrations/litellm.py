@@ -53,6 +53,7 @@ from ..adapters.openai import to_openai
 from ..trigger import Compactor, CompactorStats
 from ._compactor import default_pipeline
 from ._incremental import OpenAIHistory
+from .recall_tools import MessagesRecall
 
 __all__ = ["CompactionHook"]
 
@@ -92,7 +93,10 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     ``compact_at``, ``compact_to``, ``counter``, ``min_saving`` and ``labels`` are the
     :class:`~compaction.trigger.Compactor`'s; ``observe_usage`` anchors the estimate on the
     input tokens the provider reports (a count far below the local one is ignored anyway);
-    ``max_conversations`` bounds how many conversations are followed.
+    ``max_conversations`` bounds how many conversations are followed. ``recall=True`` gives
+    :attr:`recall_tool`: put its ``spec`` in ``tools`` and answer the model's ``recall`` calls
+    with its ``handle(tool_call, messages)``, which gives back any message a placeholder or
+    note names.
 
     ``compactor(session_id)`` answers the compactor of a conversation (its ``stats`` say what
     it did; without a session id, the one used last); ``stats`` sums them all.
@@ -110,8 +114,11 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         labels: Mapping[str, Any] | None = None,
         observe_usage: bool = True,
         max_conversations: int = 256,
+        recall: bool = False,
     ) -> None:
         super().__init__()
+        # recall=True: a tool spec (``recall_tool.spec``) and its handler over your messages.
+        self.recall_tool = MessagesRecall() if recall else None
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):

@@ -34,6 +34,7 @@ from ..messages import Message
 from ..trigger import Compactor
 from ._compactor import build_compactor
 from ._incremental import ResponsesHistory
+from .recall_tools import AgentsRecall
 
 if TYPE_CHECKING:
     from ..pipeline import CompactionPipeline
@@ -79,6 +80,8 @@ class CompactionFilter:
     travel with every request). ``observe_usage`` (default True) lets :meth:`observe` and
     :meth:`run_hooks` anchor the estimate on the provider's input tokens (a count far below
     the local one, such as the SDK's default ``Usage()`` of 0, is ignored anyway).
+    ``recall=True`` offers :attr:`recall_tool`, a ``recall`` function tool for the agent
+    that gives the model back any message a placeholder or note names.
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class CompactionFilter:
         window: int | None = None,
         pipeline: CompactionPipeline | None = None,
         observe_usage: bool = True,
+        recall: bool = False,
         **options: Any,
     ) -> None:
         self.compactor = build_compactor(compactor, window, pipeline, options)
@@ -95,6 +99,8 @@ class CompactionFilter:
         # The items converted so far: a call converts only what the runner appended.
         self._history = ResponsesHistory()
         self._lead = _Instructions()
+        # recall=True: ``recall_tool`` answers from the last input the runner gave us.
+        self.recall = AgentsRecall() if recall else None
         # Without tools= the agent's own function tools are counted, as the runner sends their
         # schemas with every request: known only at the first call.
         self._learn_tools = compactor is None and "tools" not in options
@@ -131,6 +137,8 @@ class CompactionFilter:
         if self._learn_tools:
             self._with_agent_tools(data.agent)
         model_data = data.model_data
+        if self.recall is not None:
+            self.recall.remember(model_data.input)
         instructions = model_data.instructions
         messages = _read(self._history, model_data.input)
         if messages is None:
@@ -141,6 +149,13 @@ class CompactionFilter:
             return model_data
         kept = [m for m in request if not m.meta.get(_INSTRUCTIONS)]
         return ModelInputData(input=to_responses(kept), instructions=instructions)
+
+    @property
+    def recall_tool(self) -> Any:
+        """The ``recall`` function tool for the agent's ``tools`` (needs ``recall=True``)."""
+        if self.recall is None:
+            raise ValueError("recall_tool needs CompactionFilter(..., recall=True)")
+        return self.recall.tool
 
     def observe(self, usage: Any) -> None:
         """Anchor the next estimate on the provider's count of the request last sent (a usage

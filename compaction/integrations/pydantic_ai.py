@@ -43,6 +43,7 @@ from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
+from . import recall_tools
 from ._conversations import Conversations
 from ._incremental import common_prefix
 from .pydantic_ai_messages import from_pydantic_ai, to_pydantic_ai
@@ -208,7 +209,8 @@ class Compaction(AbstractCapability[Any]):
     ``labels`` are :class:`~compaction.trigger.Compactor`'s; ``observe_usage`` anchors the
     estimate on the input tokens the provider reports (a count far below the local one, such
     as ``FunctionModel``'s word count, is ignored anyway); ``max_conversations`` bounds how many
-    conversations (``conversation_id``) are followed at once.
+    conversations (``conversation_id``) are followed at once; ``recall=True`` contributes a
+    ``recall`` tool that gives the model back any message a placeholder or note names.
     """
 
     def __init__(
@@ -223,7 +225,10 @@ class Compaction(AbstractCapability[Any]):
         labels: Mapping[str, Any] | None = None,
         observe_usage: bool = True,
         max_conversations: int = 256,
+        recall: bool = False,
     ) -> None:
+        # recall=True: a ``recall`` tool answering from the run's messages.
+        self._recall = recall_tools.pydantic_ai_recall_toolset() if recall else None
         self._engine = _Engine(
             pipeline,
             window,
@@ -235,6 +240,9 @@ class Compaction(AbstractCapability[Any]):
             max_conversations,
         )
         self.observe_usage = observe_usage
+
+    def get_toolset(self) -> Any:
+        return self._recall
 
     @classmethod
     def get_serialization_name(cls) -> str | None:

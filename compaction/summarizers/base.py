@@ -30,6 +30,7 @@ __all__ = [
     "render_transcript",
     "stands_for",
     "summarizer_name",
+    "user_prompt",
 ]
 
 #: The fixed sections every summary has, in order.
@@ -55,6 +56,15 @@ What is unfinished, the last state reached, and the next step.
 
 Sections titled "summary of N earlier messages" are earlier summaries: keep what they say.
 Be brief: the summary must be much shorter than the transcript."""
+
+
+def user_prompt(transcript: str) -> str:
+    """The user message a model summariser is sent: the transcript fenced as data, then the
+    one request (the instructions travel as the system message)."""
+    return (
+        f"<transcript>\n{transcript}\n</transcript>\n\n"
+        "Summarise the transcript above as instructed."
+    )
 
 
 class SummarizerError(RuntimeError):

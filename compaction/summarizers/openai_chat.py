@@ -23,7 +23,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-from .base import SummarizerError
+from .base import SummarizerError, user_prompt
 from .deadline import await_with_deadline, call_with_deadline, check_timeout
 
 __all__ = ["DEFAULT_MAX_BYTES", "OpenAIChatSummarizer"]
@@ -179,11 +179,7 @@ class OpenAIChatSummarizer:
             "model": self.model,
             "messages": [
                 {"role": "system", "content": instructions},
-                {
-                    "role": "user",
-                    "content": f"<transcript>\n{transcript}\n</transcript>\n\n"
-                    "Summarise the transcript above as instructed.",
-                },
+                {"role": "user", "content": user_prompt(transcript)},
             ],
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,

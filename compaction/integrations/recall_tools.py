@@ -1,0 +1,237 @@
+"""``recall`` as a tool of each framework, answered from that framework's own full history.
+
+Placeholders, cut markers and notes name the messages they stand for by recall id
+(:func:`~compaction.transcript.message_ref`: a message's own id, else a ``sha1:`` fingerprint of
+its content). A :class:`~compaction.sessions.Session` can look those ids up; the drop-ins keep
+no store of their own, and need none: each framework already holds the whole history (the
+LangGraph state, pydantic-ai's run messages, the input the Agents SDK runner hands the filter,
+the messages a LiteLLM caller sends). So the tool converts that history with the same adapter
+the drop-in compacts with, which gives every message the very id its placeholder names, and
+answers the original text.
+
+Each factory imports its framework when called, never at import time:
+
+- :func:`langchain_recall_tool`: a LangChain tool reading the graph state (``ToolRuntime``);
+  ``CompactionMiddleware(recall=True)`` adds it to the agent.
+- :func:`pydantic_ai_recall_toolset`: a toolset reading ``RunContext.messages``;
+  ``Compaction(recall=True)`` contributes it.
+- :class:`AgentsRecall`: remembers the last input the runner gave ``CompactionFilter`` and
+  offers an Agents SDK function tool; ``CompactionFilter(recall=True).recall_tool``.
+- :class:`MessagesRecall`: an OpenAI-format tool spec plus a handler over the caller's own
+  ``messages`` list, for LiteLLM (or any chat-completions loop).
+
+The conversion runs only when the model calls ``recall``, never on an ordinary model call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from ..messages import Message
+from ..sessions.recall import DESCRIPTION, PARAMETERS, render_recalled
+from ..transcript import is_compaction_output, message_ref
+
+__all__ = [
+    "AgentsRecall",
+    "MessagesRecall",
+    "find_original",
+    "langchain_recall_tool",
+    "pydantic_ai_recall_toolset",
+    "recall_answer",
+]
+
+NAME: Final = "recall"
+
+#: The longest id looked up: every id the library writes is far shorter (a ``sha1:`` ref is
+#: 21 characters, framework ids a few dozen); a longer one is refused, not searched for.
+MAX_ID_CHARS: Final = 512
+
+
+def find_original(ref: str, messages: Iterable[Message]) -> Message | None:
+    """The original message of ``messages`` that recall id ``ref`` names, or None.
+
+    Compaction output (a note, a summary, a placeholder) is never answered: it is not the
+    original, and the model already holds it.
+    """
+    by_content = ref.startswith("sha1:")
+    for message in messages:
+        if is_compaction_output(message):
+            continue
+        if message.id == ref:
+            return message
+        # A fingerprint names a message by its content (as a Session's lookup does): also a
+        # message that has an id by now but was fingerprinted before it had one.
+        if by_content and message_ref(message.replace(id=None)) == ref:
+            return message
+    return None
+
+
+def recall_answer(ref: Any, messages: Iterable[Message]) -> str:
+    """The text the model gets back for ``ref``: the original, or a sentence saying why not."""
+    if not isinstance(ref, str) or not ref:
+        return 'recall needs an "id" argument (a non-empty string)'
+    if len(ref) > MAX_ID_CHARS:
+        return f"no message with an id of {len(ref)} characters (ids are at most {MAX_ID_CHARS})"
+    found = find_original(ref, messages)
+    if found is None:
+        return f"no message with id {ref!r} in this conversation's history"
+    return render_recalled(found)
+
+
+def _arguments_id(arguments: Any) -> Any:
+    # A tool call's arguments, as JSON text or a mapping, to the id they name (or a reason).
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except (ValueError, RecursionError):
+            return None
+    return arguments.get("id") if isinstance(arguments, Mapping) else None
+
+
+def _converted(convert: Callable[[Any], Sequence[Message]], items: Sequence[Any]) -> list[Message]:
+    # The whole history in one call keeps tool results next to their calls (ids and all); a
+    # history the adapter refuses as a whole is read item by item, keeping what it can read,
+    # so one odd message does not make every other one unrecallable.
+    try:
+        return list(convert(items))
+    except Exception:
+        out: list[Message] = []
+        for item in items:
+            try:
+                out.extend(convert([item]))
+            except Exception:  # an unreadable item holds no recallable text
+                continue
+        return out
+
+
+# -- LangChain ---------------------------------------------------------------------------------
+
+
+def langchain_recall_tool() -> Any:
+    """A LangChain ``BaseTool`` named ``recall`` that answers from the agent's graph state."""
+    from langchain.tools import ToolRuntime, tool
+
+    from .langchain_messages import message_from_langchain
+
+    def convert(items: Sequence[Any]) -> list[Message]:
+        return [message_from_langchain(m, i) for i, m in enumerate(items)]
+
+    def recall(id: str, runtime: ToolRuntime) -> str:
+        """Look up an earlier message by its recall id."""
+        state = runtime.state
+        history = state.get("messages", []) if isinstance(state, Mapping) else []
+        return recall_answer(id, _converted(convert, list(history)))
+
+    # The frameworks read the signature's types; under ``from __future__ import annotations``
+    # they are strings naming names local to this function, so they are given as objects.
+    recall.__annotations__ = {"id": str, "runtime": ToolRuntime, "return": str}
+    return tool(NAME, description=DESCRIPTION)(recall)
+
+
+# -- pydantic-ai -------------------------------------------------------------------------------
+
+
+def pydantic_ai_recall_toolset() -> Any:
+    """A pydantic-ai ``FunctionToolset`` with ``recall``, answering from the run's messages."""
+    from pydantic_ai import RunContext, Tool
+    from pydantic_ai.toolsets import FunctionToolset
+
+    from .pydantic_ai_messages import from_pydantic_ai
+
+    def recall(ctx: RunContext[Any], id: str) -> str:
+        """Look up an earlier message by its recall id."""
+        return recall_answer(id, _converted(from_pydantic_ai, list(ctx.messages)))
+
+    recall.__annotations__ = {"ctx": RunContext[Any], "id": str, "return": str}
+    return FunctionToolset([Tool(recall, takes_ctx=True, name=NAME, description=DESCRIPTION)])
+
+
+# -- the OpenAI Agents SDK ---------------------------------------------------------------------
+
+
+class AgentsRecall:
+    """The last full input the runner gave the filter, and ``recall`` over it as a tool.
+
+    The runner hands ``call_model_input_filter`` the whole input (session history, new input
+    and this run's items) before every model call, so the last one holds every message the
+    model could have seen a recall id for. Only a reference to that list is kept (no copy,
+    so the per-call cost stays flat however long the run); it is converted when the model
+    calls ``recall``.
+    """
+
+    def __init__(self) -> None:
+        self.items: list[Any] = []
+        self._tool: Any = None
+
+    def remember(self, items: Any) -> None:
+        """Keep ``items`` (the runner's model input) as the history to answer from."""
+        if isinstance(items, list):
+            self.items = items
+
+    def answer(self, ref: Any) -> str:
+        from ..adapters.responses import from_responses
+
+        return recall_answer(ref, _converted(from_responses, self.items))
+
+    @property
+    def tool(self) -> Any:
+        """An Agents SDK ``FunctionTool`` named ``recall`` (add it to the agent's ``tools``)."""
+        if self._tool is None:
+            from agents import function_tool
+
+            answer = self.answer
+
+            def recall(id: str) -> str:
+                return answer(id)
+
+            recall.__annotations__ = {"id": str, "return": str}
+
+            self._tool = function_tool(recall, name_override=NAME, description_override=DESCRIPTION)
+        return self._tool
+
+
+# -- LiteLLM and any chat-completions loop -----------------------------------------------------
+
+
+class MessagesRecall:
+    """``recall`` for a loop that keeps its own OpenAI-format ``messages`` list (LiteLLM).
+
+    ``spec`` goes into the request's ``tools``; when the model calls it,
+    ``handle(tool_call, messages)`` answers the tool message to append, from the full list
+    the caller keeps (the hook compacts only what is sent, so that list is whole).
+    """
+
+    name: Final = NAME
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The OpenAI chat-completions ``tools`` entry."""
+        parameters = json.loads(json.dumps(PARAMETERS))
+        return {
+            "type": "function",
+            "function": {"name": NAME, "description": DESCRIPTION, "parameters": parameters},
+        }
+
+    def answer(self, arguments: Any, messages: Sequence[Any]) -> str:
+        """The result text for a call's ``arguments`` (JSON text or mapping) over ``messages``."""
+        from ..adapters.openai import from_openai
+
+        ref = _arguments_id(arguments)
+        return recall_answer(ref, _converted(from_openai, list(messages)))
+
+    def handle(self, tool_call: Any, messages: Sequence[Any]) -> dict[str, Any]:
+        """The ``{"role": "tool", ...}`` message answering ``tool_call`` (an SDK object or a
+        dict with ``id`` and ``function.arguments``)."""
+        if isinstance(tool_call, Mapping):
+            call_id, function = tool_call.get("id"), tool_call.get("function") or {}
+            arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        else:
+            call_id = getattr(tool_call, "id", None)
+            arguments = getattr(getattr(tool_call, "function", None), "arguments", None)
+        return {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": self.answer(arguments, messages),
+        }
