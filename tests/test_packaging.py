@@ -32,7 +32,7 @@ EXTRAS = {
     "anthropic": ["anthropic"],
     "cli": ["rich"],
     "plot": ["matplotlib", "compaction._cli.plot"],
-    "postgres": ["psycopg", "psycopg_pool", "compaction.sessions.postgres"],
+    "postgres": ["psycopg", "compaction.sessions.postgres"],
     "langchain": ["langchain.agents", "compaction.integrations.langchain"],
     "pydantic-ai": ["pydantic_ai", "compaction.integrations.pydantic_ai"],
     "openai-agents": ["agents", "compaction.integrations.openai_agents"],
