@@ -37,10 +37,10 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from .. import events
 from .._log import log
+from .._trigger_view import AppendLog
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
-from .._trigger_view import AppendLog
 from ..trigger import Compactor, default_pipeline
 from ._conversations import Conversations
 from ._incremental import common_prefix
@@ -108,9 +108,7 @@ class _Thread:
         self.built = built
         return out
 
-    def convert(
-        self, system: BaseMessage | None, messages: Sequence[BaseMessage]
-    ) -> AppendLog:
+    def convert(self, system: BaseMessage | None, messages: Sequence[BaseMessage]) -> AppendLog:
         # The whole list is compared with what was converted (identity first, in C): a
         # conversation is followed only while it really extends what was mapped. LangGraph
         # gives no append-only identity to lean on instead: the state's message list is a new
