@@ -20,6 +20,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._trigger_view import AppendLog
 from ..adapters import AdapterError
 from ..adapters._coerce import plain
 from ..adapters.openai import message_from_openai
@@ -104,14 +105,29 @@ class ResponsesHistory:
 
     def __init__(self) -> None:
         self.sources: list[Any] = []
-        self.messages: list[Message] = []
-        self.starts: list[int] = []  # the item each message starts at
+        self.lead: tuple[Message, ...] = ()
+        # The lead, then the conversions: an AppendLog, so the compactor reads only its tail.
+        self.messages = AppendLog()
+        self.starts: list[int] = []  # the item each converted message starts at
         self._names: dict[str, str] = {}
 
-    def convert(self, items: Sequence[Any]) -> tuple[Message, ...]:
-        """``from_responses(items)``, converting only what differs from the last call."""
+    def convert(self, items: Sequence[Any], lead: tuple[Message, ...] = ()) -> Sequence[Message]:
+        """``lead + from_responses(items)``, converting only what differs from the last call.
+
+        ``lead`` (the agent's instructions as a system message) goes first; a different lead
+        object starts the conversion afresh.
+        """
         if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-            return from_responses(items)
+            return lead + from_responses(items)
+        if lead is not self.lead:
+            self._forget()
+            self.lead = lead
+            self.messages.extend(lead)
+        h = len(lead)
+        # The whole list is compared with the items converted (an equality per item: the
+        # Agents SDK rebuilds every item on every call, and gives the filter no per-run
+        # identity under which its input only grows; CallModelData.context is the caller's
+        # own context, None by default and free to be shared by many runs).
         keep = common_prefix(self.sources, items)
         # Messages wholly inside the common prefix and closed (the next one starts inside it).
         whole = max(bisect.bisect_right(self.starts, keep) - 1, 0)
@@ -125,9 +141,10 @@ class ResponsesHistory:
         starts = _starts(items, start)
         if len(starts) != len(tail):
             # Grouped otherwise than expected (a newer adapter): convert in full, keep nothing.
-            self.sources, self.messages, self.starts, self._names = [], [], [], {}
-            return from_responses(items)
-        for m in self.messages[whole:]:
+            self._forget()
+            self.lead = ()
+            return lead + from_responses(items)
+        for m in self.messages[h + whole :]:
             for call in m.tool_calls:
                 self._names.pop(call.id, None)
         fixed: list[Message] = []
@@ -138,11 +155,26 @@ class ResponsesHistory:
             fixed.append(m)
             for call in m.tool_calls:
                 self._names[call.id] = call.name
-        del self.messages[whole:], self.starts[whole:]
-        self.messages.extend(fixed)
+        # The step read again is usually unchanged: its old conversion stays (cutting it would
+        # tell the compactor the conversation changed).
+        same = 0
+        for a, b in zip(self.messages[h + whole :], fixed, strict=False):
+            if a != b:
+                break
+            same += 1
+        self.messages.cut(h + whole + same)
+        del self.starts[whole:]
+        self.messages.extend(fixed[same:])
         self.starts.extend(starts)
-        self.sources = list(items)
-        return tuple(self.messages)
+        # The items kept are those converted before (equal to the new ones): holding on to
+        # the runner's fresh copies instead would free the old ones here, on every call.
+        del self.sources[keep:]
+        self.sources.extend(items[keep:])
+        return self.messages
+
+    def _forget(self) -> None:
+        self.sources, self.starts, self._names = [], [], {}
+        self.messages.cut(0)
 
 
 def _starts(items: Sequence[Any], start: int) -> list[int]:
