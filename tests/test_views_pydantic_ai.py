@@ -74,7 +74,3 @@ def test_a_history_edited_in_the_middle_is_not_taken_for_an_extension():
     edited += [ModelResponse([TextPart("Noted.")])]
     got = sent(capability(), a, edited)
     assert got == sent(capability(), edited)
-    # Without compaction too: what was converted before is not reused for the edited message.
-    roomy = Compaction(window=1_000_000, observe_usage=False)
-    got = sent(roomy, a, edited)
-    assert "5555" in repr(got) and repr(got).count("alice note 10:") == 0
