@@ -34,14 +34,26 @@ __all__ = ["OpenAIHistory", "ResponsesHistory", "common_prefix"]
 def common_prefix(old: list[Any], new: Sequence[Any]) -> int:
     """How many leading items of ``new`` are those of ``old`` (the same object, or equal)."""
     n = min(len(old), len(new))
-    # One slice and a list comparison, in C, short-cut on identity: the usual case (the
-    # framework appended to the list it had) is a pointer walk. Every copy touches each
-    # object's reference count, which is what a call costs at thousands of messages.
-    head = new[:n] if len(new) > n else new
-    if type(head) is not list:
-        head = list(head)
-    if (head == old) if n == len(old) else (head == old[:n]):
-        return n
+    # One list comparison, in C, short-cut on identity: the usual case (the framework appended
+    # to the list it had) is a pointer walk. No copy of the history: the new tail is lent to
+    # ``old`` for the comparison and taken back (a copy touches every object's reference count,
+    # which is what a call costs at thousands of messages).
+    if n == len(old) and type(new) is list:
+        if len(new) == n:
+            if old == new:
+                return n
+        else:
+            old.extend(new[n:])
+            try:
+                same = old == new
+            finally:
+                del old[n:]
+            if same:
+                return n
+    else:
+        head = list(new[:n])
+        if head == (old if n == len(old) else old[:n]):
+            return n
     for i in range(n):
         a, b = old[i], new[i]
         if a is not b and a != b:
@@ -109,7 +121,9 @@ class ResponsesHistory:
         # The lead, then the conversions: an AppendLog, so the compactor reads only its tail.
         self.messages = AppendLog()
         self.starts: list[int] = []  # the item each converted message starts at
-        self._names: dict[str, str] = {}
+        # Call id -> the names of the calls with that id, in order: a dropped message takes
+        # back only its own (an id can be reused, and an earlier call keeps its name).
+        self._names: dict[str, list[str]] = {}
 
     def convert(self, items: Sequence[Any], lead: tuple[Message, ...] = ()) -> Sequence[Message]:
         """``lead + from_responses(items)``, converting only what differs from the last call.
@@ -146,15 +160,19 @@ class ResponsesHistory:
             return lead + from_responses(items)
         for m in self.messages[h + whole :]:
             for call in m.tool_calls:
-                self._names.pop(call.id, None)
+                names = self._names.get(call.id)
+                if names:
+                    names.pop()
+                    if not names:
+                        del self._names[call.id]
         fixed: list[Message] = []
         for m in tail:
             if m.role == "tool" and m.name is None and m.tool_call_id in self._names:
                 # from_responses names a result after its call; the call came before the tail.
-                m = m.replace(name=self._names[m.tool_call_id])
+                m = m.replace(name=self._names[m.tool_call_id][-1])
             fixed.append(m)
             for call in m.tool_calls:
-                self._names[call.id] = call.name
+                self._names.setdefault(call.id, []).append(call.name)
         # The step read again is usually unchanged: its old conversion stays (cutting it would
         # tell the compactor the conversation changed).
         same = 0
