@@ -71,6 +71,19 @@ class AppendLog(list[Message]):
             del self[n:]
             self.epoch += 1
 
+    def put_tail(self, start: int, messages: Sequence[Message]) -> int:
+        """Make the log from ``start`` on be ``messages``, keeping those already there that
+        are equal (a conversion read again is usually unchanged, and cutting it would tell the
+        trigger the conversation changed); answers how many were kept."""
+        same = 0
+        for a, b in zip(self[start:], messages, strict=False):
+            if a != b:
+                break
+            same += 1
+        self.cut(start + same)
+        self.extend(messages[same:])
+        return same
+
 
 class _ConversationView:
     """The conversation-following half of :class:`~compaction.trigger.Compactor` (a mixin)."""

@@ -173,16 +173,8 @@ class ResponsesHistory:
             fixed.append(m)
             for call in m.tool_calls:
                 self._names.setdefault(call.id, []).append(call.name)
-        # The step read again is usually unchanged: its old conversion stays (cutting it would
-        # tell the compactor the conversation changed).
-        same = 0
-        for a, b in zip(self.messages[h + whole :], fixed, strict=False):
-            if a != b:
-                break
-            same += 1
-        self.messages.cut(h + whole + same)
+        self.messages.put_tail(h + whole, fixed)
         del self.starts[whole:]
-        self.messages.extend(fixed[same:])
         self.starts.extend(starts)
         # The items kept are those converted before (equal to the new ones): holding on to
         # the runner's fresh copies instead would free the old ones here, on every call.

@@ -123,11 +123,18 @@ class _Thread:
             if system is not None:
                 self._append(system, -1)
         keep = common_prefix(self.sources, messages)
-        self._cut(keep + (system is not None))
+        base = keep + (system is not None)
         del self.sources[keep:]
+        new = []
         for i in range(keep, len(messages)):
             self.sources.append(messages[i])
-            self._append(messages[i], i)
+            new.append(message_from_langchain(messages[i], i))
+        dropped = self.converted[base:]
+        same = self.converted.put_tail(base, new)
+        for m in dropped[same:]:
+            self.by_id.pop(id(m), None)
+        for m, lc in zip(self.converted[base:], messages[keep:], strict=True):
+            self.by_id[id(m)] = lc  # a kept conversion now stands for the current object
         return self.converted
 
     def _append(self, lc: BaseMessage, index: int) -> None:

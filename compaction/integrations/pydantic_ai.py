@@ -89,11 +89,13 @@ class _Conversation:
         # conversation_id is None unless the caller sets one.
         keep = common_prefix(self.sources, messages)
         del self.sources[keep:], self.ends[keep:]
-        self.flat.cut(self.ends[-1] if self.ends else head)
+        base = self.ends[-1] if self.ends else head
+        new: list[Message] = []
         for source in messages[keep:]:
-            self.flat.extend(from_pydantic_ai([source]))
+            new.extend(from_pydantic_ai([source]))
             self.sources.append(source)
-            self.ends.append(len(self.flat))
+            self.ends.append(base + len(new))
+        self.flat.put_tail(base, new)
         return self.flat
 
 
