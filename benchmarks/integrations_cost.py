@@ -121,12 +121,12 @@ class _PydanticAI:
         ]
 
     def prepare(self) -> Any:
-        return None
+        # pydantic-ai hands each request its own list of the run's messages (made here,
+        # untimed: that cost is the framework's).
+        return list(self.messages)
 
     def call(self, prepared: Any) -> None:
-        context = SimpleNamespace(
-            messages=list(self.messages), model=None, model_request_parameters=None
-        )
+        context = SimpleNamespace(messages=prepared, model=None, model_request_parameters=None)
         _LOOP.run_until_complete(self.capability.prepare_model_request(self.ctx, context))
 
 

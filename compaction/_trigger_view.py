@@ -11,7 +11,7 @@ keep the answer) is the :class:`~compaction.trigger.Compactor`'s, which mixes
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -47,6 +47,44 @@ class _Plan:
 USAGE_FLOOR = 0.8
 
 
+class AppendLog(list[Message]):
+    """A list of converted messages that its owner grows at the end and shortens only with
+    :meth:`cut`, which counts every shortening in ``epoch``.
+
+    An integration converts the framework's history into one of these, after checking the
+    framework's whole list against the sources it converted (so the prefix is the same
+    conversation). The trigger then knows, without walking the list again, that the same object
+    at the same epoch and no shorter holds everything it mapped, unchanged: only the new tail
+    is read, and no copy is kept. Anything else (another list, an epoch moved on) goes through
+    the whole-prefix check as before.
+    """
+
+    __slots__ = ("epoch",)
+
+    def __init__(self, items: Iterable[Message] = ()) -> None:
+        super().__init__(items)
+        self.epoch = 0
+
+    def cut(self, n: int) -> None:
+        """Keep only the first ``n`` messages (a new epoch if anything was dropped)."""
+        if n < len(self):
+            del self[n:]
+            self.epoch += 1
+
+    def put_tail(self, start: int, messages: Sequence[Message]) -> int:
+        """Make the log from ``start`` on be ``messages``, keeping those already there that
+        are equal (a conversion read again is usually unchanged, and cutting it would tell the
+        trigger the conversation changed); answers how many were kept."""
+        same = 0
+        for a, b in zip(self[start:], messages, strict=False):
+            if a != b:
+                break
+            same += 1
+        self.cut(start + same)
+        self.extend(messages[same:])
+        return same
+
+
 class _ConversationView:
     """The conversation-following half of :class:`~compaction.trigger.Compactor` (a mixin)."""
 
@@ -67,6 +105,10 @@ class _ConversationView:
         # The agent's messages mapped so far (all of them, by reference), represented by
         # _view (None: by themselves).
         self._src: Sequence[Message] = ()
+        # Or, for an AppendLog: the list itself (not a copy), its length and epoch then.
+        self._log: AppendLog | None = None
+        self._log_len = 0
+        self._log_epoch = 0
         self._view: tuple[Message, ...] | None = None
         self._view_tokens = 0
         # Provider-reported input tokens of an earlier request, and the local count of what
@@ -146,6 +188,29 @@ class _ConversationView:
             head = list(head) if isinstance(prefix, list) else tuple(head)
         return head == prefix
 
+    def _appended(self, messages: Sequence[Message]) -> bool:
+        # The integration's own log, only grown since: its owner checked the framework's whole
+        # list before appending, so the mapped prefix needs no second walk.
+        log_ = self._log
+        return (
+            messages is log_
+            and log_ is not None
+            and log_.epoch == self._log_epoch
+            and len(log_) >= self._log_len
+        )
+
+    def _mapped(self) -> Sequence[Message] | None:
+        # What the last call mapped; None when it is gone (the log it lived in was cut).
+        log_ = self._log
+        if log_ is None:
+            return self._src
+        if log_.epoch != self._log_epoch or len(log_) < self._log_len:
+            return None
+        return log_ if len(log_) == self._log_len else log_[: self._log_len]
+
+    def _mapped_len(self) -> int:
+        return self._log_len if self._log is not None else len(self._src)
+
     def _plan(self, messages: Sequence[Message], usage: Any) -> _Plan:
         if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
             raise TypeError(
@@ -153,14 +218,16 @@ class _ConversationView:
             )
         reported = None if usage is None else self._reported(usage)
         view = self._view
-        if self._extends(messages, self._src):
-            start = len(self._src)
+        if self._appended(messages):
+            start = self._log_len
+        elif (mapped := self._mapped()) is not None and self._extends(messages, mapped):
+            start = len(mapped)
         elif view is not None and self._extends(messages, view):
             # The agent adopted the request we returned as its own list: map it to itself.
             start = len(view)
             self._view = view = None
         else:
-            log.debug("trigger.restart", messages=len(messages), mapped=len(self._src))
+            log.debug("trigger.restart", messages=len(messages), mapped=self._mapped_len())
             # A usage reported now describes a request we no longer map: it cannot anchor.
             self.reset()
             view, start, reported = None, 0, None

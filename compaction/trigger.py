@@ -82,7 +82,7 @@ import attrs
 
 from . import events
 from ._log import log
-from ._trigger_view import _ConversationView, _Plan
+from ._trigger_view import AppendLog, _ConversationView, _Plan
 from .checks import check_labels
 from .ladder import default_pipeline
 from .messages import Message
@@ -217,7 +217,14 @@ class Compactor(_ConversationView):
         messages = plan.messages
         # A copy (the agent appends to its list), of the same kind, so the next check is one
         # comparison in C.
-        self._src = messages if isinstance(messages, tuple) else list(messages)
+        if type(messages) is AppendLog:
+            # Kept by reference: the log is only ever appended to or cut (which moves its
+            # epoch), so its length and epoch say what was mapped without a copy.
+            self._src, self._log = (), messages
+            self._log_len, self._log_epoch = len(messages), messages.epoch
+        else:
+            self._src = messages if isinstance(messages, tuple) else list(messages)
+            self._log = None
         self._view = None if request is messages else tuple(request)
         self._view_tokens = tokens
         self._since = plan.since

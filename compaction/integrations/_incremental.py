@@ -20,6 +20,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .._trigger_view import AppendLog
 from ..adapters import AdapterError
 from ..adapters._coerce import plain
 from ..adapters.openai import message_from_openai
@@ -33,14 +34,26 @@ __all__ = ["OpenAIHistory", "ResponsesHistory", "common_prefix"]
 def common_prefix(old: list[Any], new: Sequence[Any]) -> int:
     """How many leading items of ``new`` are those of ``old`` (the same object, or equal)."""
     n = min(len(old), len(new))
-    # One slice and a list comparison, in C, short-cut on identity: the usual case (the
-    # framework appended to the list it had) is a pointer walk. Every copy touches each
-    # object's reference count, which is what a call costs at thousands of messages.
-    head = new[:n] if len(new) > n else new
-    if type(head) is not list:
-        head = list(head)
-    if (head == old) if n == len(old) else (head == old[:n]):
-        return n
+    # One list comparison, in C, short-cut on identity: the usual case (the framework appended
+    # to the list it had) is a pointer walk. No copy of the history: the new tail is lent to
+    # ``old`` for the comparison and taken back (a copy touches every object's reference count,
+    # which is what a call costs at thousands of messages).
+    if n == len(old) and type(new) is list:
+        if len(new) == n:
+            if old == new:
+                return n
+        else:
+            old.extend(new[n:])
+            try:
+                same = old == new
+            finally:
+                del old[n:]
+            if same:
+                return n
+    else:
+        head = list(new[:n])
+        if head == (old if n == len(old) else old[:n]):
+            return n
     for i in range(n):
         a, b = old[i], new[i]
         if a is not b and a != b:
@@ -104,14 +117,31 @@ class ResponsesHistory:
 
     def __init__(self) -> None:
         self.sources: list[Any] = []
-        self.messages: list[Message] = []
-        self.starts: list[int] = []  # the item each message starts at
-        self._names: dict[str, str] = {}
+        self.lead: tuple[Message, ...] = ()
+        # The lead, then the conversions: an AppendLog, so the compactor reads only its tail.
+        self.messages = AppendLog()
+        self.starts: list[int] = []  # the item each converted message starts at
+        # Call id -> the names of the calls with that id, in order: a dropped message takes
+        # back only its own (an id can be reused, and an earlier call keeps its name).
+        self._names: dict[str, list[str]] = {}
 
-    def convert(self, items: Sequence[Any]) -> tuple[Message, ...]:
-        """``from_responses(items)``, converting only what differs from the last call."""
+    def convert(self, items: Sequence[Any], lead: tuple[Message, ...] = ()) -> Sequence[Message]:
+        """``lead + from_responses(items)``, converting only what differs from the last call.
+
+        ``lead`` (the agent's instructions as a system message) goes first; a different lead
+        object starts the conversion afresh.
+        """
         if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-            return from_responses(items)
+            return lead + from_responses(items)
+        if lead is not self.lead:
+            self._forget()
+            self.lead = lead
+            self.messages.extend(lead)
+        h = len(lead)
+        # The whole list is compared with the items converted (an equality per item: the
+        # Agents SDK rebuilds every item on every call, and gives the filter no per-run
+        # identity under which its input only grows; CallModelData.context is the caller's
+        # own context, None by default and free to be shared by many runs).
         keep = common_prefix(self.sources, items)
         # Messages wholly inside the common prefix and closed (the next one starts inside it).
         whole = max(bisect.bisect_right(self.starts, keep) - 1, 0)
@@ -125,24 +155,36 @@ class ResponsesHistory:
         starts = _starts(items, start)
         if len(starts) != len(tail):
             # Grouped otherwise than expected (a newer adapter): convert in full, keep nothing.
-            self.sources, self.messages, self.starts, self._names = [], [], [], {}
-            return from_responses(items)
-        for m in self.messages[whole:]:
+            self._forget()
+            self.lead = ()
+            return lead + from_responses(items)
+        for m in self.messages[h + whole :]:
             for call in m.tool_calls:
-                self._names.pop(call.id, None)
+                names = self._names.get(call.id)
+                if names:
+                    names.pop()
+                    if not names:
+                        del self._names[call.id]
         fixed: list[Message] = []
         for m in tail:
             if m.role == "tool" and m.name is None and m.tool_call_id in self._names:
                 # from_responses names a result after its call; the call came before the tail.
-                m = m.replace(name=self._names[m.tool_call_id])
+                m = m.replace(name=self._names[m.tool_call_id][-1])
             fixed.append(m)
             for call in m.tool_calls:
-                self._names[call.id] = call.name
-        del self.messages[whole:], self.starts[whole:]
-        self.messages.extend(fixed)
+                self._names.setdefault(call.id, []).append(call.name)
+        self.messages.put_tail(h + whole, fixed)
+        del self.starts[whole:]
         self.starts.extend(starts)
-        self.sources = list(items)
-        return tuple(self.messages)
+        # The items kept are those converted before (equal to the new ones): holding on to
+        # the runner's fresh copies instead would free the old ones here, on every call.
+        del self.sources[keep:]
+        self.sources.extend(items[keep:])
+        return self.messages
+
+    def _forget(self) -> None:
+        self.sources, self.starts, self._names = [], [], {}
+        self.messages.cut(0)
 
 
 def _starts(items: Sequence[Any], start: int) -> list[int]:

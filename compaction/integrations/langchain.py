@@ -42,6 +42,7 @@ except ModuleNotFoundError as exc:  # the extra is missing: say which one
 
 from .. import events
 from .._log import log
+from .._trigger_view import AppendLog
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
@@ -78,7 +79,7 @@ def _tool_schema(tool: Any) -> Mapping[str, Any] | None:
 class _Thread:
     """What the middleware remembers about one conversation."""
 
-    __slots__ = ("built", "by_id", "compactor", "converted", "sources")
+    __slots__ = ("built", "by_id", "compactor", "converted", "sources", "system")
 
     def __init__(self, compactor: Compactor) -> None:
         self.compactor = compactor
@@ -86,7 +87,11 @@ class _Thread:
         # message already converted (the same object, or an equal one) is not converted
         # again, so a call costs a pointer walk over the old messages.
         self.sources: list[BaseMessage] = []
-        self.converted: list[Message] = []
+        self.system: BaseMessage | None = None
+        # The system message's conversion (if any) first, then those of ``sources``: an
+        # AppendLog, so the compactor reads only its new tail (see _convert for why that is
+        # safe).
+        self.converted: AppendLog = AppendLog()
         # Our message -> the LangChain message it came from, to send unchanged messages back
         # out as the very objects the state holds.
         self.by_id: dict[int, BaseMessage] = {}
@@ -109,18 +114,44 @@ class _Thread:
         self.built = built
         return out
 
-    def convert(self, lc: Sequence[BaseMessage], offset: int) -> list[Message]:
-        sources, converted = self.sources, self.converted
-        keep = common_prefix(sources, lc)
-        for m in converted[keep:]:
+    def convert(self, system: BaseMessage | None, messages: Sequence[BaseMessage]) -> AppendLog:
+        # The whole list is compared with what was converted (identity first, in C): a
+        # conversation is followed only while it really extends what was mapped. LangGraph
+        # gives no append-only identity to lean on instead: the state's message list is a new
+        # list after every step, and under one thread_id the history can still be edited
+        # (RemoveMessage, update_state, a message replaced by id); without a checkpointer
+        # every conversation shares the thread None.
+        old = self.system
+        if system is not old and (system is None or old is None or system != old):
+            self._cut(0)
+            self.sources.clear()
+            self.system = system
+            if system is not None:
+                self._append(system, -1)
+        keep = common_prefix(self.sources, messages)
+        base = keep + (system is not None)
+        del self.sources[keep:]
+        new = []
+        for i in range(keep, len(messages)):
+            self.sources.append(messages[i])
+            new.append(message_from_langchain(messages[i], i))
+        dropped = self.converted[base:]
+        same = self.converted.put_tail(base, new)
+        for m in dropped[same:]:
             self.by_id.pop(id(m), None)
-        del sources[keep:], converted[keep:]
-        for i in range(keep, len(lc)):
-            m = message_from_langchain(lc[i], i + offset)
-            sources.append(lc[i])
-            converted.append(m)
-            self.by_id[id(m)] = lc[i]
-        return converted
+        for m, lc in zip(self.converted[base:], messages[keep:], strict=True):
+            self.by_id[id(m)] = lc  # a kept conversion now stands for the current object
+        return self.converted
+
+    def _append(self, lc: BaseMessage, index: int) -> None:
+        m = message_from_langchain(lc, index)
+        self.converted.append(m)
+        self.by_id[id(m)] = lc
+
+    def _cut(self, n: int) -> None:
+        for m in self.converted[n:]:
+            self.by_id.pop(id(m), None)
+        self.converted.cut(n)
 
 
 class CompactionMiddleware(AgentMiddleware):
@@ -174,7 +205,8 @@ class CompactionMiddleware(AgentMiddleware):
         self.labels = dict(labels or {})
         self.observe_usage = bool(observe_usage)
         self.max_threads = max_threads
-        self.last_request: tuple[Message, ...] = ()
+        # What the last call sent, by reference: a tuple copy per call would cost O(history).
+        self._last: tuple[Sequence[Message], int, int] = ((), 0, 0)
         self._threads: Conversations[_Thread] = Conversations(max_threads, "max_threads")
         # Fail now, not at the first model call, on settings the compactor refuses.
         if window is not None:
@@ -186,6 +218,14 @@ class CompactionMiddleware(AgentMiddleware):
                 counter,
                 min_saving=min_saving,
             )
+
+    @property
+    def last_request(self) -> tuple[Message, ...]:
+        """The messages the last model call was sent, system message first."""
+        sent, n, epoch = self._last
+        if getattr(sent, "epoch", 0) != epoch or len(sent) < n:
+            return ()  # cut by a later call that failed before it sent anything
+        return tuple(sent[:n])
 
     # -- per-thread state -----------------------------------------------------------------------
 
@@ -228,12 +268,8 @@ class CompactionMiddleware(AgentMiddleware):
 
     # -- the call ---------------------------------------------------------------------------------
 
-    def _convert(self, state: _Thread, request: ModelRequest) -> list[Message]:
-        lc: list[BaseMessage] = list(request.messages)
-        system = getattr(request, "system_message", None)
-        if system is not None:
-            lc.insert(0, system)
-        return state.convert(lc, -1 if system is not None else 0)
+    def _convert(self, state: _Thread, request: ModelRequest) -> AppendLog:
+        return state.convert(getattr(request, "system_message", None), request.messages)
 
     def _rebuild(
         self, request: ModelRequest, state: _Thread, sent: Sequence[Message]
@@ -277,7 +313,7 @@ class CompactionMiddleware(AgentMiddleware):
         try:
             messages = self._convert(state, request)
             sent = state.compactor.before_call(messages)
-            self.last_request = tuple(sent)
+            self._last = (sent, len(sent), getattr(sent, "epoch", 0))
             new = request if sent is messages else self._rebuild(request, state, sent)
         except Exception as exc:
             self._failed(exc)
@@ -298,7 +334,7 @@ class CompactionMiddleware(AgentMiddleware):
         try:
             messages = self._convert(state, request)
             sent = await state.compactor.abefore_call(messages)
-            self.last_request = tuple(sent)
+            self._last = (sent, len(sent), getattr(sent, "epoch", 0))
             new = request if sent is messages else self._rebuild(request, state, sent)
         except Exception as exc:
             self._failed(exc)

@@ -24,7 +24,7 @@ message and never rewritten. A compaction that fails leaves the input as it was.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._log import log
@@ -45,11 +45,13 @@ __all__ = ["CompactionFilter", "CompactionSession"]
 _INSTRUCTIONS = "openai_agents_instructions"
 
 
-def _read(history: ResponsesHistory, items: Any) -> tuple[Message, ...] | None:
+def _read(
+    history: ResponsesHistory, items: Any, lead: tuple[Message, ...] = ()
+) -> Sequence[Message] | None:
     # An item the adapter cannot read (a new SDK item kind, a malformed one) is no reason to
     # end the run: the input goes to the model as it is, and the log says why.
     try:
-        return history.convert(items)
+        return history.convert(items, lead)
     except (AdapterError, TypeError, ValueError) as exc:
         log.warning("openai_agents.unreadable_input", error=exc)
         return None
@@ -140,11 +142,10 @@ class CompactionFilter:
         if self.recall is not None:
             self.recall.remember(model_data.input)
         instructions = model_data.instructions
-        messages = _read(self._history, model_data.input)
+        messages = _read(self._history, model_data.input, self._lead(instructions))
         if messages is None:
             return model_data
-        lead = self._lead(instructions)
-        request = await self.compactor.abefore_call(lead + messages if lead else messages)
+        request = await self.compactor.abefore_call(messages)
         if not self.compactor.compacted:
             return model_data
         kept = [m for m in request if not m.meta.get(_INSTRUCTIONS)]

@@ -39,6 +39,7 @@ except ModuleNotFoundError as exc:  # the extra is missing: say which one
 
 from .. import events
 from .._log import log
+from .._trigger_view import AppendLog
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
@@ -68,10 +69,12 @@ class _Conversation:
         self.compactor = compactor
         self.sources: list[ModelMessage] = []
         self.ends: list[int] = []  # len(flat) after each source
-        self.flat: list[Message] = []
+        # An AppendLog: the compactor reads only its new tail (convert checks the whole
+        # framework list first).
+        self.flat: AppendLog = AppendLog()
         self.instructions: Message | None = None
 
-    def convert(self, messages: Sequence[ModelMessage], instructions: str) -> list[Message]:
+    def convert(self, messages: Sequence[ModelMessage], instructions: str) -> AppendLog:
         # The first message stands for the instructions (a system block, counted and kept),
         # the same object while they do not change, so the compactor sees the same prefix.
         if (self.instructions.content if self.instructions else "") != instructions:
@@ -81,15 +84,24 @@ class _Conversation:
                 else None
             )
             self.sources, self.ends = [], []
-            self.flat = [self.instructions] if self.instructions else []
+            self.flat.cut(0)
+            if self.instructions:
+                self.flat.append(self.instructions)
         head = 1 if self.instructions else 0
+        # The whole list is compared with what was converted (identity first, in C): a
+        # conversation is followed only while it really extends what was mapped. pydantic-ai
+        # gives no append-only identity to lean on instead: a run's history is appended to,
+        # but history processors and message_history= hand in rebuilt lists, and
+        # conversation_id is None unless the caller sets one.
         keep = common_prefix(self.sources, messages)
         del self.sources[keep:], self.ends[keep:]
-        del self.flat[self.ends[-1] if self.ends else head :]
+        base = self.ends[-1] if self.ends else head
+        new: list[Message] = []
         for source in messages[keep:]:
-            self.flat.extend(from_pydantic_ai([source]))
+            new.extend(from_pydantic_ai([source]))
             self.sources.append(source)
-            self.ends.append(len(self.flat))
+            self.ends.append(base + len(new))
+        self.flat.put_tail(base, new)
         return self.flat
 
 
@@ -254,7 +266,7 @@ class Compaction(AbstractCapability[Any]):
         return state.compactor if state else None
 
     async def prepare_model_request(self, ctx: Any, request_context: Any) -> Any:
-        messages = list(request_context.messages)
+        messages = request_context.messages
         sent = await self._engine.compact(
             ctx, messages, request_context.model, request_context.model_request_parameters
         )
