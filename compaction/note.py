@@ -92,7 +92,9 @@ def ledger_text(
     room = bound - len(head) - 1
     recall = _recall(ledger.refs)
 
-    later_sentences = [s.text for text in later for s in statements(text)]
+    # Only a statement of the ledger can be superseded: with none, the later messages need not
+    # be read (reading them is the costly part of a note).
+    later_sentences = [s.text for text in later for s in statements(text)] if ledger.said else []
     sentences = Sentences()
     said = [
         s
