@@ -105,7 +105,16 @@ def _lines(command: str, bodies: list[str] | None = None) -> list[str]:
     return out
 
 
+#: What makes shlex do more than split on blanks: quotes, the escape, punctuation runs.
+_LEXED: Final = re.compile(r"['\"\\();<>|&]")
+#: The blanks shlex splits on (str.split() would also split on other Unicode spaces).
+_BLANKS: Final = re.compile(r"[ \t\r\n]+")
+
+
 def _split(line: str) -> list[str] | None:
+    if _LEXED.search(line) is None:
+        # Most lines are plain words: the same tokens, without shlex's per-character loop.
+        return [word for word in _BLANKS.split(line) if word]
     lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
     lexer.whitespace_split = True
     lexer.commenters = ""

@@ -179,6 +179,8 @@ MAX_WHITESPACE_RUN = 20_000
 #: pattern hit the limit): small enough that no pre-tokeniser pattern can backtrack a million
 #: steps inside one.
 _PANIC_PIECE = 4_096
+#: UTF-8 continuation bytes: deleting them leaves one byte per character.
+_CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 _WHITESPACE = re.compile(r"\s*")
@@ -287,19 +289,29 @@ class TiktokenCounter(CachingCounter):
             start = run_end
         return total + self._encode_safely(text[start:])
 
-    def _offsets(self, piece: str) -> list[int] | None:
-        """Character offsets where each token of ``piece`` starts, from one encoding; None
-        when tiktoken cannot encode it whole (the caller then estimates)."""
+    def _tokens(self, piece: str) -> list[int] | None:
+        """The tokens of ``piece`` from one encoding; None when tiktoken cannot encode it whole
+        (the caller then estimates)."""
         if len(piece) >= self.max_run and _long_runs(piece, self.max_run):
             return None  # counted in pieces: its tokens are not one encoding's
         try:
-            tokens = self._encode(piece)
+            return self._encode(piece)
         except BaseException as exc:
             if not _is_panic(exc):
                 raise
             return None
-        _, offsets = self._encoding.decode_with_offsets(tokens)
-        return list(offsets)
+
+    def _offset(self, tokens: list[int], k: int) -> int:
+        """Character offset where token ``k`` starts, as ``decode_with_offsets`` answers it.
+
+        That tiktoken helper walks every byte of every token in Python, and only one offset is
+        wanted: decode the prefix once in Rust and count its UTF-8 lead bytes in C (same rule:
+        a token that starts inside a character starts at that character).
+        """
+        prefix = self._encoding.decode_bytes(tokens[:k])
+        chars = len(prefix.translate(None, _CONTINUATION))
+        first = self._encoding.decode_single_token_bytes(tokens[k])[0]
+        return max(0, chars - (0x80 <= first < 0xC0))
 
     def _edge(self, text: str, n: int, *, tail: bool) -> int | None:
         if n <= 0:
@@ -310,14 +322,14 @@ class TiktokenCounter(CachingCounter):
         while True:
             span = min(span, len(text))
             piece = text[len(text) - span :] if tail else text[:span]
-            offsets = self._offsets(piece)
-            if offsets is None:
+            tokens = self._tokens(piece)
+            if tokens is None:
                 return None
-            if len(offsets) > n + (1 if tail else 0):
+            if len(tokens) > n + (1 if tail else 0):
                 if tail:
                     # The window's first token may be a fragment; the last n are whole.
-                    return len(text) - span + offsets[len(offsets) - n]
-                return offsets[n]
+                    return len(text) - span + self._offset(tokens, len(tokens) - n)
+                return self._offset(tokens, n)
             if span == len(text):
                 return 0 if tail else len(text)
             span *= 2

@@ -27,6 +27,7 @@ import attrs
 __all__ = [
     "MAX_SENTENCE_CHARS",
     "PRIORITY",
+    "Sentences",
     "Statement",
     "StatementKind",
     "statements",
@@ -226,20 +227,48 @@ def supersedes(newer: str, older: str) -> bool:
     Prohibitions accumulate: a "never ..." is replaced only by a sentence that says it
     changes something.
     """
-    new_values, old_values = set(values_of(newer)), set(values_of(older))
-    if not new_values or not old_values or new_values == old_values:
-        return False
-    if not (old_values - new_values):
-        return False  # nothing of the older value is replaced: it adds, it does not change
-    a, b = subject_of(newer), subject_of(older)
-    if not a or not b:
-        return False
-    shared = len(a & b)
-    jaccard = shared / len(a | b)
-    changes = _changes(newer)
-    if jaccard >= 0.6 and (changes or not _PROHIBITION.match(older)):
-        return True
-    return changes and shared >= 2 and (jaccard >= 0.4 or shared / len(b) >= 0.75)
+    return Sentences().supersedes(newer, older)
+
+
+class Sentences:
+    """:func:`supersedes` over many pairs, each sentence read once.
+
+    Comparing every later sentence with every earlier one reads each of them many times, and
+    reading (the value regex) is what costs: this keeps each sentence's values and subject for
+    as long as the object lives (one call of its owner), so the answers are the same."""
+
+    def __init__(self) -> None:
+        self._values: dict[str, set[str]] = {}
+        self._subjects: dict[str, frozenset[str]] = {}
+
+    def _values_of(self, text: str) -> set[str]:
+        found = self._values.get(text)
+        if found is None:
+            found = self._values[text] = set(values_of(text))
+        return found
+
+    def _subject_of(self, text: str) -> frozenset[str]:
+        found = self._subjects.get(text)
+        if found is None:
+            found = self._subjects[text] = subject_of(text)
+        return found
+
+    def supersedes(self, newer: str, older: str) -> bool:
+        """As :func:`supersedes`."""
+        new_values, old_values = self._values_of(newer), self._values_of(older)
+        if not new_values or not old_values or new_values == old_values:
+            return False
+        if not (old_values - new_values):
+            return False  # nothing of the older value is replaced: it adds, it does not change
+        a, b = self._subject_of(newer), self._subject_of(older)
+        if not a or not b:
+            return False
+        shared = len(a & b)
+        jaccard = shared / len(a | b)
+        changes = _changes(newer)
+        if jaccard >= 0.6 and (changes or not _PROHIBITION.match(older)):
+            return True
+        return changes and shared >= 2 and (jaccard >= 0.4 or shared / len(b) >= 0.75)
 
 
 def _kind(sentence: str) -> StatementKind | None:
@@ -284,10 +313,11 @@ def latest(items: Iterable[Statement]) -> tuple[list[Statement], list[tuple[Stat
     pairs ``(stale, by)`` taken out, for the record."""
     kept: list[Statement] = []
     gone: list[tuple[Statement, str]] = []
+    sentences = Sentences()
     for item in items:
         still: list[Statement] = []
         for old in kept:
-            if supersedes(item.text, old.text):
+            if sentences.supersedes(item.text, old.text):
                 gone.append((old, item.text))
             else:
                 still.append(old)

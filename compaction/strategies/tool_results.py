@@ -163,9 +163,10 @@ class ToolResults(Strategy):
         record = provenance(result)
         earlier = record.get("replaces") if record is not None else None
         ref = str(earlier[0]) if earlier else message_ref(result)
-        errors = error_names(result.content)[:MAX_ERRORS]
-        failing = failing_tests(result.content)[-MAX_ERRORS:]
-        reported = errors + [f"failing {test}" for test in failing]
+        # Read once: the text names them and the meta records them all.
+        all_errors = error_names(result.content)
+        all_failing = failing_tests(result.content)
+        reported = all_errors[:MAX_ERRORS] + [f"failing {t}" for t in all_failing[-MAX_ERRORS:]]
         text = self.placeholder.format(
             name=tool_name,
             args=_render_args(call),
@@ -178,8 +179,8 @@ class ToolResults(Strategy):
         own = (record or {}).get("facts")
         facts = dict(own) if isinstance(own, dict) else {}
         facts.setdefault("exit", exit_code(result.content))
-        facts.setdefault("errors", tuple(error_names(result.content)))
-        facts.setdefault("failing", tuple(failing_tests(result.content)))
+        facts.setdefault("errors", tuple(all_errors))
+        facts.setdefault("failing", tuple(all_failing))
         return mark(
             result.replace(content=text),
             strategy=self.name,
