@@ -109,7 +109,10 @@ def test_the_person_s_newest_words_and_the_ledger_survive_any_ladder(
     # The summary may fold them into its ledger, verbatim, when they split the history into
     # stretches too small to be worth a call (checked below, with every statement).
     summarised = any(applied.strategy == "summary" for applied in result.applied)
-    if floor * 2 <= target and not summarised:
+    # The ledger is protected too, and it has a floor of its own (a note of a few hundred
+    # characters), so at a tiny target the last resort may have to cut a protected message as
+    # well: its contract, checked in tests/test_fit*.py. Here: kept whenever it did not run.
+    if floor * 2 <= target and not summarised and not cut:
         for message in protected:
             assert any(m is message for m in first), message.content
 
