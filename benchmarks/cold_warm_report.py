@@ -11,6 +11,10 @@ __all__ = ["COLD_GOAL", "OVERHEAD_GOAL_US", "cold", "warm"]
 
 
 COLD_GOAL = 1.5
+#: Issue 19's goals for the default ladder: the median file at most this, every file at most
+#: ``COLD_WORST_GOAL``.
+COLD_MEDIAN_GOAL = 1.25
+COLD_WORST_GOAL = 2.0
 OVERHEAD_GOAL_US = 50.0
 
 
@@ -188,6 +192,20 @@ def _cold_goals(cold: dict[str, Any]) -> list[dict[str, Any]]:
             "measured": "; ".join(parts),
             "met": ok,
         },
+        *(
+            [
+                {
+                    "goal": f"default ladder, per file: median at most {COLD_MEDIAN_GOAL}x, every "
+                    f"file at most {COLD_WORST_GOAL}x the floor",
+                    "measured": f"median {_x(total['median_ratio'])}, worst "
+                    f"{_x(total['worst_ratio'])}",
+                    "met": total["median_ratio"] <= COLD_MEDIAN_GOAL
+                    and total["worst_ratio"] <= COLD_WORST_GOAL,
+                }
+            ]
+            if total and "median_ratio" in total
+            else []
+        ),
         {
             "goal": "every output of the cold ladder passes validate()",
             "measured": f"{len(bad)} invalid",
