@@ -24,7 +24,7 @@ from .checks import check_labels
 from .messages import Message
 from .result import Applied, CompactionResult, Declined
 from .tokens import TokenCounter, default_counter
-from .validate import validate
+from .validate import mark_checked, reset_checked, validate
 
 __all__ = ["Layer", "Run", "current_labels", "execute", "aexecute"]
 
@@ -232,6 +232,7 @@ def execute(
     run = _start(sender, messages, target, counter, labels, strict, limit)
     before = run.tokens
     token = _labels.set(run.labels)
+    valid = mark_checked(run.messages)
     try:
         _chain(layers)(run)
     except BaseException as exc:  # strict mode, or KeyboardInterrupt: report, then raise
@@ -239,6 +240,7 @@ def execute(
         _finish(sender, run, before, started, ok=False)
         raise
     finally:
+        reset_checked(valid)
         _labels.reset(token)
     return _finish(sender, run, before, started, ok=True)
 
@@ -259,6 +261,7 @@ async def aexecute(
     run = _start(sender, messages, target, counter, labels, strict, limit)
     before = run.tokens
     token = _labels.set(run.labels)
+    valid = mark_checked(run.messages)
     try:
         await _achain(layers)(run)
     except BaseException as exc:
@@ -266,5 +269,6 @@ async def aexecute(
         _finish(sender, run, before, started, ok=False)
         raise
     finally:
+        reset_checked(valid)
         _labels.reset(token)
     return _finish(sender, run, before, started, ok=True)

@@ -34,7 +34,7 @@ from .engine import AsyncCallNext, CallNext, Run, aexecute, current_labels, exec
 from .messages import Message
 from .result import Applied, CompactionResult, Declined
 from .tokens import TokenCounter
-from .validate import problems
+from .validate import mark_checked, problems
 
 __all__ = ["Capabilities", "Run", "Strategy", "current_labels"]
 
@@ -344,6 +344,7 @@ class Strategy:
         name = self.name
         if reason is None:
             run.messages, run.tokens = new, after
+            mark_checked(new)  # the next layer's own validate() of it is then a look-up
             run.applied.append(Applied(name, before, after, seconds))
             log.debug(
                 "strategy.applied",

@@ -10,10 +10,26 @@ than making it worse.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar, Token
 
 from .messages import Message
 
-__all__ = ["InvalidConversationError", "is_valid", "problems", "validate"]
+__all__ = [
+    "InvalidConversationError",
+    "is_valid",
+    "mark_checked",
+    "problems",
+    "reset_checked",
+    "validate",
+]
+
+# The conversation the running compaction has checked last. A ladder hands each layer the
+# tuple the run checked (on entry, or as the previous layer's accepted output), and each layer
+# validates what it is given before it rewrites (a layer called on its own must refuse invalid
+# input): within a run that second pass finds nothing new. Identity is enough: a tuple cannot
+# change, and every field validity reads (role, tool calls, ``tool_call_id``) is frozen. Set
+# by the engine for the length of one run only, so nothing outlives it.
+_checked: ContextVar[tuple[Message, ...] | None] = ContextVar("compaction_checked", default=None)
 
 
 class InvalidConversationError(ValueError):
@@ -96,8 +112,21 @@ def problems(messages: Sequence[Message]) -> list[InvalidConversationError]:
     return found
 
 
+def mark_checked(messages: tuple[Message, ...]) -> Token[tuple[Message, ...] | None]:
+    """Record ``messages`` as checked and valid for the run in progress (the engine calls it;
+    :func:`reset_checked` with the answer forgets it when the run ends)."""
+    return _checked.set(messages)
+
+
+def reset_checked(token: Token[tuple[Message, ...] | None]) -> None:
+    """Forget what :func:`mark_checked` recorded since ``token`` (the end of a run)."""
+    _checked.reset(token)
+
+
 def validate(messages: Sequence[Message]) -> None:
     """Raise :class:`InvalidConversationError` for the first problem; return None if valid."""
+    if messages is _checked.get():
+        return
     found = problems(messages)
     if found:
         raise found[0]

@@ -320,3 +320,31 @@ def test_input_untouched_and_output_valid(msgs, ratio) -> None:
     assert result.after == counter.count_messages(result.messages)
     if not result.changed:
         assert result.messages == tuple(msgs)
+
+
+class TestCheckedOnce:
+    """Within a run, the layers' own ``validate`` of what the run hands them is a look-up (the
+    run checked it); outside a run nothing is remembered, and nothing is kept alive."""
+
+    def test_a_layer_alone_still_refuses_invalid_input(self, counter) -> None:
+        bad = [user("hi"), tool("nope", "orphan result")]
+        with pytest.raises(InvalidConversationError):
+            DropOldestGroup().apply(bad, target=1, counter=counter)
+
+    @pytest.mark.parametrize("run_async", [False, True])
+    def test_nothing_of_a_run_outlives_it(self, counter, run_async) -> None:
+        import gc
+        import weakref
+
+        msgs = convo(4)
+        pipeline = CompactionPipeline(counter=counter).use(DropOldestGroup()).run(ToTarget())
+        target = total(msgs, counter) // 2
+        if run_async:
+            result = asyncio.run(pipeline.acompact(msgs, target=target))
+        else:
+            result = pipeline.compact(msgs, target=target)
+        assert result.changed
+        watched = [weakref.ref(m) for m in result.messages]
+        del result, msgs
+        gc.collect()
+        assert all(ref() is None for ref in watched)
