@@ -36,7 +36,7 @@ from .facts import (
 )
 from .messages import Message
 from .transcript import is_note, is_person_written, message_ref, provenance
-from .words import PRIORITY, Statement, latest, statements
+from .words import PRIORITY, Sentences, Statement, latest, statements
 
 __all__ = ["MAX_FACTS", "MAX_STATEMENTS", "Ledger", "ledger_of"]
 
@@ -69,7 +69,9 @@ class Ledger:
         "refs",
         "results",
         "said",
+        "said_closed",
         "seen",
+        "sentences",
         "stale",
         "steps",
         "task",
@@ -79,6 +81,12 @@ class Ledger:
     def __init__(self) -> None:
         self.task: str | None = None
         self.said: list[Statement] = []
+        # True while no statement of ``said`` supersedes an earlier one (as :func:`latest`
+        # leaves them): then a new statement need only be compared with those, not the whole
+        # list re-read per statement. Only :meth:`from_record` (a record anyone may have
+        # written) leaves it False.
+        self.said_closed = True
+        self.sentences: Sentences | None = None  # each sentence read once, for this ledger
         self.stale: list[tuple[str, str]] = []  # (superseded sentence, by)
         self.seen: set[str] = set()
         self.files: dict[str, None] = {}
@@ -136,9 +144,27 @@ class Ledger:
             self._state(statement)
 
     def _state(self, statement: Statement) -> None:
-        kept, gone = latest([*self.said, statement])
+        if not self.said_closed:
+            kept, gone = latest([*self.said, statement])
+            self.said = kept[-MAX_STATEMENTS:]
+            self.stale.extend((old.text, by) for old, by in gone)
+            del self.stale[:-MAX_FACTS]
+            self.said_closed = True
+            return
+        # ``latest`` over the closed list and the new statement: the list's own statements
+        # supersede none of their elders, so only the new one can take any out.
+        if self.sentences is None:
+            self.sentences = Sentences()
+        supersedes = self.sentences.supersedes
+        text = statement.text
+        kept: list[Statement] = []
+        for old in self.said:
+            if supersedes(text, old.text):
+                self.stale.append((old.text, text))
+            else:
+                kept.append(old)
+        kept.append(statement)
         self.said = kept[-MAX_STATEMENTS:]
-        self.stale.extend((old.text, by) for old, by in gone)
         del self.stale[:-MAX_FACTS]
 
     def _add_call(self, call_id: str, name: str, arguments: str) -> None:
@@ -242,6 +268,7 @@ class Ledger:
             if isinstance(item, Sequence) and len(item) == 2 and item[0] in PRIORITY:
                 out.said.append(Statement(item[0], str(item[1])))
                 out.seen.add(str(item[1]).lower().rstrip(".!? "))
+        out.said_closed = not out.said
         for item in _items(facts.get("stale")):
             if isinstance(item, Sequence) and len(item) == 2:
                 out.stale.append((str(item[0]), str(item[1])))
