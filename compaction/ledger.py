@@ -157,14 +157,14 @@ class Ledger:
             self.sentences = Sentences()
         supersedes = self.sentences.supersedes
         text = statement.text
-        kept: list[Statement] = []
+        still: list[Statement] = []
         for old in self.said:
             if supersedes(text, old.text):
                 self.stale.append((old.text, text))
             else:
-                kept.append(old)
-        kept.append(statement)
-        self.said = kept[-MAX_STATEMENTS:]
+                still.append(old)
+        still.append(statement)
+        self.said = still[-MAX_STATEMENTS:]
         del self.stale[:-MAX_FACTS]
 
     def _add_call(self, call_id: str, name: str, arguments: str) -> None:
