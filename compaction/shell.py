@@ -60,15 +60,30 @@ def looks_like_path(arg: str) -> bool:
     return _WHOLE_PATH.fullmatch(arg) is not None and not arg.startswith("/dev/")
 
 
+#: A run of the characters a path is made of: every path :data:`_PATH` finds lies within one
+#: and holds a "/" or a ".".
+_RUN: Final = re.compile(r"[\w.@+~/-]+")
+
+
 def paths_in(text: str) -> list[str]:
-    """Path-like tokens in free text (code, a heredoc body), in order, each once."""
+    """Path-like tokens in free text (code, a heredoc body), in order, each once.
+
+    :data:`_PATH` is tried only within the runs that hold a "/" or a "." (most of a code body
+    is words and blanks, where it would be tried at every character). Within a run it reads
+    what it reads in the whole text: its look-behind sees the character before the run, and
+    the character after the run (no word character, no "/") ends a path as the run's end does.
+    """
     found = []
-    for match in _PATH.finditer(text):
-        token = match.group(0).rstrip(".")
-        if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
+    for run in _RUN.finditer(text):
+        word = run.group()
+        if "/" not in word and "." not in word:
             continue
-        if len(token) > 1:
-            found.append(token)
+        for match in _PATH.finditer(text, run.start(), run.end()):
+            token = match.group(0).rstrip(".")
+            if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
+                continue
+            if len(token) > 1:
+                found.append(token)
     return list(dict.fromkeys(found))
 
 

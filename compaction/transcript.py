@@ -135,6 +135,7 @@ def mark(
     strategy: str,
     kind: Kind,
     replaces: Iterable[Message] = (),
+    content: str | None = None,
     **extra: Any,
 ) -> Message:
     """Record on ``message`` that ``strategy`` produced it, standing for ``replaces``.
@@ -143,6 +144,9 @@ def mark(
     truncated copy), its own provenance is folded in, so whatever is written over it still
     names the original messages — the ones the raw history holds and ``recall`` can find —
     never an intermediate rewrite that exists nowhere else.
+
+    ``content``, when given, is the message's new text, set in the same copy: a layer that
+    rewrites many messages makes one copy of each, not two.
     """
     refs: list[str] = []
     olds = list(replaces)
@@ -163,7 +167,10 @@ def mark(
         if "facts" in before:
             carried["facts"] = before["facts"]
     record = {"strategy": strategy, "kind": kind, "replaces": tuple(refs), **carried, **extra}
-    return message.replace(meta={**message.meta, PROVENANCE_KEY: record}, tokens=None)
+    meta = {**message.meta, PROVENANCE_KEY: record}
+    if content is not None:
+        return message.replace(content=content, meta=meta, tokens=None)
+    return message.replace(meta=meta, tokens=None)
 
 
 GroupKind = Literal["user", "note", "assistant", "step", "orphan"]

@@ -1,4 +1,5 @@
-"""The ledger's shell reader splits a command line exactly as :mod:`shlex` does.
+"""The ledger's shell reader splits a command line exactly as :mod:`shlex` does, and finds the
+paths in code exactly as its path regex does over the whole text.
 
 ``compaction.shell`` reads every command a ledger records; shlex's per-character loop was most
 of that cost, so the line is split by a regex instead. What the reader concludes (a file read, a
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.shell import _split
+from compaction.shell import _PATH, _split, paths_in
 
 from .conftest import transcript_files
 
@@ -74,3 +75,40 @@ def test_every_command_of_a_real_transcript_splits_as_shlex_does(path) -> None:
                 value = args.get(key)
                 for line in value.splitlines() if isinstance(value, str) else ():
                     assert _split(line) == _shlex(line), line
+
+
+def _paths_reference(text: str) -> list[str]:
+    """Path-like tokens by the path regex run over the whole text."""
+    found = []
+    for match in _PATH.finditer(text):
+        token = match.group(0).rstrip(".")
+        if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
+            continue
+        if len(token) > 1:
+            found.append(token)
+    return list(dict.fromkeys(found))
+
+
+#: What a path is made of, what ends one, and the case forms the case-blind regex accepts.
+_PATH_PIECES = [
+    *"aB/.~:@+-_ \n'(9",
+    "..",
+    "py",
+    "txt",
+    "c",
+    ".PY",
+    "in",
+    "http://",
+    "src/",
+    "x.py",
+    "\u017f",  # long s, which the case-blind regex takes for "s"
+    "\u212a",  # Kelvin sign, for "k"
+    "\u00e9",
+]
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PATH_PIECES), max_size=14).map("".join))
+def test_paths_in_free_text_are_the_ones_the_path_regex_finds(text: str) -> None:
+    """paths_in tries the regex only within runs that can hold a path: the same paths."""
+    assert paths_in(text) == _paths_reference(text)

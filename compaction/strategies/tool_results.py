@@ -182,7 +182,8 @@ class ToolResults(Strategy):
         facts.setdefault("errors", tuple(all_errors))
         facts.setdefault("failing", tuple(all_failing))
         return mark(
-            result.replace(content=text),
+            result,
+            content=text,
             strategy=self.name,
             kind="placeholder",
             replaces=[result],
