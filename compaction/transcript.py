@@ -136,6 +136,7 @@ def mark(
     kind: Kind,
     replaces: Iterable[Message] = (),
     content: str | None = None,
+    refs: Sequence[str] | None = None,
     **extra: Any,
 ) -> Message:
     """Record on ``message`` that ``strategy`` produced it, standing for ``replaces``.
@@ -146,17 +147,21 @@ def mark(
     never an intermediate rewrite that exists nowhere else.
 
     ``content``, when given, is the message's new text, set in the same copy: a layer that
-    rewrites many messages makes one copy of each, not two.
+    rewrites many messages makes one copy of each, not two. ``refs``, when given, are the
+    recall ids of ``replaces`` exactly as read below, passed by a caller that names them in
+    the new text and so has read them already (a fingerprint reads the whole text).
     """
-    refs: list[str] = []
     olds = list(replaces)
-    for old in olds:
-        record = provenance(old)
-        earlier = record.get("replaces") if record is not None else None
-        if earlier:
-            refs.extend(earlier)
-        else:
-            refs.append(message_ref(old))
+    if refs is None:
+        read: list[str] = []
+        for old in olds:
+            record = provenance(old)
+            earlier = record.get("replaces") if record is not None else None
+            if earlier:
+                read.extend(earlier)
+            else:
+                read.append(message_ref(old))
+        refs = read
     carried: dict[str, Any] = {}
     if len(olds) == 1 and kind in ("truncated", "placeholder"):
         # The same message with less text: a cut note or summary is still a stand-in (never a
