@@ -60,30 +60,38 @@ def looks_like_path(arg: str) -> bool:
     return _WHOLE_PATH.fullmatch(arg) is not None and not arg.startswith("/dev/")
 
 
-#: A run of the characters a path is made of: every path :data:`_PATH` finds lies within one
-#: and holds a "/" or a ".".
+#: A run of the characters a path is made of: every path :data:`_PATH` finds lies within one.
 _RUN: Final = re.compile(r"[\w.@+~/-]+")
+_RUN_CHARS: Final = "_.@+~/-"  # and every word character (``isalnum``, as ``\w`` reads it)
+#: What every path holds: a "/" (the first form of :data:`_PATH`) or a known extension at its
+#: end (the second). It starts with "/" or ".", which the regex engine skips to directly.
+_ANCHOR: Final = re.compile(rf"/|\.(?:{_EXTENSIONS})(?![\w/])", re.IGNORECASE)
 
 
 def paths_in(text: str) -> list[str]:
     """Path-like tokens in free text (code, a heredoc body), in order, each once.
 
-    :data:`_PATH` is tried only within the runs that hold a "/" or a "." (most of a code body
-    is words and blanks, where it would be tried at every character). Within a run it reads
-    what it reads in the whole text: its look-behind sees the character before the run, and
-    the character after the run (no word character, no "/") ends a path as the run's end does.
-    """
+    :data:`_PATH` is tried only within the runs of path characters that hold an anchor (most
+    of a code body is words, blanks and attribute dots, where it would be tried at every
+    character). Within a run it reads what it reads in the whole text: its look-behind sees
+    the character before the run, and the character after the run (no word character, no "/")
+    ends a path as the run's end does."""
     found = []
-    for run in _RUN.finditer(text):
-        word = run.group()
-        if "/" not in word and "." not in word:
-            continue
-        for match in _PATH.finditer(text, run.start(), run.end()):
+    search = _ANCHOR.search
+    anchor = search(text)
+    while anchor is not None:
+        start = at = anchor.start()
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in _RUN_CHARS):
+            start -= 1
+        run = _RUN.match(text, at)  # never None: "/" and "." are path characters
+        end = run.end() if run is not None else at + 1
+        for match in _PATH.finditer(text, start, end):
             token = match.group(0).rstrip(".")
             if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
                 continue
             if len(token) > 1:
                 found.append(token)
+        anchor = search(text, end)
     return list(dict.fromkeys(found))
 
 
