@@ -220,28 +220,39 @@ class Ledger:
         self.refs.extend(other.refs)
         if other.task is not None:
             self.task = self.task or other.task
-        for statement in other.said:
-            key = statement.text.lower().rstrip(".!? ")
-            if key not in self.seen:
-                self.seen.add(key)
-                self._state(statement)
-        self.stale.extend(other.stale)
-        for path in other.edited:
-            self.files.pop(path, None)
-            _put(self.edited, path)
-        for path in other.files:
-            if path not in self.edited:
-                _put(self.files, path)
-        for command, code in other.commands.items():
-            _put(self.commands, command, code)
-        for call_id, command in other.pending.items():
-            self.pending[call_id] = command
-        for call_id, code in other.results.items():
-            self._exit(call_id, code)
-        for name in other.errors:
-            _put(self.errors, name)
-        for test in other.failing:
-            _put(self.failing, test)
+        # Most ledgers absorbed are one message's own, with one or two kinds of facts: the
+        # empty kinds are skipped without a loop (a layer absorbs every removed message, for
+        # every cut it tries).
+        if other.said:
+            for statement in other.said:
+                key = statement.text.lower().rstrip(".!? ")
+                if key not in self.seen:
+                    self.seen.add(key)
+                    self._state(statement)
+        if other.stale:
+            self.stale.extend(other.stale)
+        if other.edited:
+            for path in other.edited:
+                self.files.pop(path, None)
+                _put(self.edited, path)
+        if other.files:
+            for path in other.files:
+                if path not in self.edited:
+                    _put(self.files, path)
+        if other.commands:
+            for command, code in other.commands.items():
+                _put(self.commands, command, code)
+        if other.pending:
+            self.pending.update(other.pending)
+        if other.results:
+            for call_id, code in other.results.items():
+                self._exit(call_id, code)
+        if other.errors:
+            for name in other.errors:
+                _put(self.errors, name)
+        if other.failing:
+            for test in other.failing:
+                _put(self.failing, test)
         if other.todos is not None:
             self.todos = other.todos
 
