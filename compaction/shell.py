@@ -171,7 +171,7 @@ def _split(line: str) -> list[str] | None:
 
     The same tokens as :mod:`shlex`, read a token at a time by one regex instead of its
     per-character loop (several times slower, and run on every command a ledger reads); the
-    equivalence is checked against shlex itself in ``tests/test_shell.py``."""
+    equivalence is checked against shlex itself in ``tests/test_shell_split.py``."""
     if _LEXED.search(line) is None:
         # Most lines are plain words: split on blanks.
         return [word for word in _BLANKS.split(line) if word]
