@@ -99,14 +99,7 @@ def failing_tests(text: str) -> list[str]:
     # the order of what is found does not change), and a failing line is found from its
     # keyword: a multi-line regex anchored at every line start is several times slower.
     if "FAIL" in text or "ERROR" in text:
-        end = -1
-        for keyword in _FAILED_WORD.finditer(text):
-            if keyword.start() < end:
-                continue  # a line with two keywords is read once
-            start = text.rfind("\n", 0, keyword.start()) + 1
-            end = text.find("\n", keyword.end())
-            if end < 0:
-                end = len(text)
+        for start, end in _keyword_lines(text):
             for node in _NODE_ID.findall(text, start, end):
                 found[node] = None
         if ": test" in text:
@@ -121,9 +114,43 @@ def failing_tests(text: str) -> list[str]:
     return list(found)
 
 
+def _keyword_lines(text: str) -> list[tuple[int, int]]:
+    """``(start, end)`` of each line that holds ``FAILED``, ``FAIL`` or ``ERROR`` as a word,
+    in order: the lines a runner names its failures on.
+
+    Found from the literals (a substring search, fast on megabytes) and each candidate line
+    checked with the word regex: the regex alone tries every position of the text, several
+    times slower. Each keyword's next occurrence is kept, so the text is read once."""
+    lines: list[tuple[int, int]] = []
+    fail = text.find("FAIL")
+    error = text.find("ERROR")
+    while fail >= 0 or error >= 0:
+        at = error if fail < 0 or 0 <= error < fail else fail
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        # A line end is a non-word character, as the text's end is: \b reads the same.
+        if _FAILED_WORD.search(text, start, end) is not None:
+            lines.append((start, end))
+        if 0 <= fail < end:
+            fail = text.find("FAIL", end)
+        if 0 <= error < end:
+            error = text.find("ERROR", end)
+    return lines
+
+
 def exit_code(text: str) -> int | None:
     """The exit status a harness reported at the start of a command's output, if any."""
-    match = _EXIT.search(text[:300])
+    head = text[:300]
+    # Either form holds a "<" or "exit" in any case, whose lower-case form holds "exi" or
+    # "ex\u0131" (the case-blind regex also takes the dotless and the dotted capital i for "i"):
+    # a head with neither is not searched by that regex, which is slow to find nothing.
+    if "<" not in head:
+        lower = head.lower()
+        if "exi" not in lower and "ex\u0131" not in lower:
+            return None
+    match = _EXIT.search(head)
     if match is None:
         return None
     return int(match.group(1) or match.group(2))

@@ -36,7 +36,7 @@ from .facts import (
 )
 from .messages import Message
 from .transcript import is_note, is_person_written, message_ref, provenance
-from .words import PRIORITY, Statement, latest, statements
+from .words import PRIORITY, Sentences, Statement, latest, statements
 
 __all__ = ["MAX_FACTS", "MAX_STATEMENTS", "Ledger", "ledger_of"]
 
@@ -69,7 +69,9 @@ class Ledger:
         "refs",
         "results",
         "said",
+        "said_closed",
         "seen",
+        "sentences",
         "stale",
         "steps",
         "task",
@@ -79,6 +81,12 @@ class Ledger:
     def __init__(self) -> None:
         self.task: str | None = None
         self.said: list[Statement] = []
+        # True while no statement of ``said`` supersedes an earlier one (as :func:`latest`
+        # leaves them): then a new statement need only be compared with those, not the whole
+        # list re-read per statement. Only :meth:`from_record` (a record anyone may have
+        # written) leaves it False.
+        self.said_closed = True
+        self.sentences: Sentences | None = None  # each sentence read once, for this ledger
         self.stale: list[tuple[str, str]] = []  # (superseded sentence, by)
         self.seen: set[str] = set()
         self.files: dict[str, None] = {}
@@ -136,9 +144,27 @@ class Ledger:
             self._state(statement)
 
     def _state(self, statement: Statement) -> None:
-        kept, gone = latest([*self.said, statement])
-        self.said = kept[-MAX_STATEMENTS:]
-        self.stale.extend((old.text, by) for old, by in gone)
+        if not self.said_closed:
+            kept, gone = latest([*self.said, statement])
+            self.said = kept[-MAX_STATEMENTS:]
+            self.stale.extend((old.text, by) for old, by in gone)
+            del self.stale[:-MAX_FACTS]
+            self.said_closed = True
+            return
+        # ``latest`` over the closed list and the new statement: the list's own statements
+        # supersede none of their elders, so only the new one can take any out.
+        if self.sentences is None:
+            self.sentences = Sentences()
+        supersedes = self.sentences.supersedes
+        text = statement.text
+        still: list[Statement] = []
+        for old in self.said:
+            if supersedes(text, old.text):
+                self.stale.append((old.text, text))
+            else:
+                still.append(old)
+        still.append(statement)
+        self.said = still[-MAX_STATEMENTS:]
         del self.stale[:-MAX_FACTS]
 
     def _add_call(self, call_id: str, name: str, arguments: str) -> None:
@@ -194,28 +220,39 @@ class Ledger:
         self.refs.extend(other.refs)
         if other.task is not None:
             self.task = self.task or other.task
-        for statement in other.said:
-            key = statement.text.lower().rstrip(".!? ")
-            if key not in self.seen:
-                self.seen.add(key)
-                self._state(statement)
-        self.stale.extend(other.stale)
-        for path in other.edited:
-            self.files.pop(path, None)
-            _put(self.edited, path)
-        for path in other.files:
-            if path not in self.edited:
-                _put(self.files, path)
-        for command, code in other.commands.items():
-            _put(self.commands, command, code)
-        for call_id, command in other.pending.items():
-            self.pending[call_id] = command
-        for call_id, code in other.results.items():
-            self._exit(call_id, code)
-        for name in other.errors:
-            _put(self.errors, name)
-        for test in other.failing:
-            _put(self.failing, test)
+        # Most ledgers absorbed are one message's own, with one or two kinds of facts: the
+        # empty kinds are skipped without a loop (a layer absorbs every removed message, for
+        # every cut it tries).
+        if other.said:
+            for statement in other.said:
+                key = statement.text.lower().rstrip(".!? ")
+                if key not in self.seen:
+                    self.seen.add(key)
+                    self._state(statement)
+        if other.stale:
+            self.stale.extend(other.stale)
+        if other.edited:
+            for path in other.edited:
+                self.files.pop(path, None)
+                _put(self.edited, path)
+        if other.files:
+            for path in other.files:
+                if path not in self.edited:
+                    _put(self.files, path)
+        if other.commands:
+            for command, code in other.commands.items():
+                _put(self.commands, command, code)
+        if other.pending:
+            self.pending.update(other.pending)
+        if other.results:
+            for call_id, code in other.results.items():
+                self._exit(call_id, code)
+        if other.errors:
+            for name in other.errors:
+                _put(self.errors, name)
+        if other.failing:
+            for test in other.failing:
+                _put(self.failing, test)
         if other.todos is not None:
             self.todos = other.todos
 
@@ -242,6 +279,7 @@ class Ledger:
             if isinstance(item, Sequence) and len(item) == 2 and item[0] in PRIORITY:
                 out.said.append(Statement(item[0], str(item[1])))
                 out.seen.add(str(item[1]).lower().rstrip(".!? "))
+        out.said_closed = not out.said
         for item in _items(facts.get("stale")):
             if isinstance(item, Sequence) and len(item) == 2:
                 out.stale.append((str(item[0]), str(item[1])))

@@ -2,7 +2,8 @@
 
 A note that lists ``4130s/if/elif`` as a file read, or a ``sed -i`` target as read rather than
 edited, sends the agent looking for files that do not exist and hides the ones it changed. So
-the arguments are read as the shell splits them (:mod:`shlex`), command by command:
+the arguments are read as the shell splits them (the tokens :mod:`shlex` reads), command by
+command:
 
 - an edit is an edit: ``sed -i``, ``perl -i``, ``awk -i inplace``, the targets of ``>``,
   ``>>``, ``tee``, ``cp``/``mv`` destinations, ``touch``;
@@ -18,7 +19,6 @@ length and the input is capped (:data:`MAX_COMMAND_SCAN`).
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, overload
 
@@ -60,15 +60,38 @@ def looks_like_path(arg: str) -> bool:
     return _WHOLE_PATH.fullmatch(arg) is not None and not arg.startswith("/dev/")
 
 
+#: A run of the characters a path is made of: every path :data:`_PATH` finds lies within one.
+_RUN: Final = re.compile(r"[\w.@+~/-]+")
+_RUN_CHARS: Final = "_.@+~/-"  # and every word character (``isalnum``, as ``\w`` reads it)
+#: What every path holds: a "/" (the first form of :data:`_PATH`) or a known extension at its
+#: end (the second). It starts with "/" or ".", which the regex engine skips to directly.
+_ANCHOR: Final = re.compile(rf"/|\.(?:{_EXTENSIONS})(?![\w/])", re.IGNORECASE)
+
+
 def paths_in(text: str) -> list[str]:
-    """Path-like tokens in free text (code, a heredoc body), in order, each once."""
+    """Path-like tokens in free text (code, a heredoc body), in order, each once.
+
+    :data:`_PATH` is tried only within the runs of path characters that hold an anchor (most
+    of a code body is words, blanks and attribute dots, where it would be tried at every
+    character). Within a run it reads what it reads in the whole text: its look-behind sees
+    the character before the run, and the character after the run (no word character, no "/")
+    ends a path as the run's end does."""
     found = []
-    for match in _PATH.finditer(text):
-        token = match.group(0).rstrip(".")
-        if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
-            continue
-        if len(token) > 1:
-            found.append(token)
+    search = _ANCHOR.search
+    anchor = search(text)
+    while anchor is not None:
+        start = at = anchor.start()
+        while start > 0 and (text[start - 1].isalnum() or text[start - 1] in _RUN_CHARS):
+            start -= 1
+        run = _RUN.match(text, at)  # never None: "/" and "." are path characters
+        end = run.end() if run is not None else at + 1
+        for match in _PATH.finditer(text, start, end):
+            token = match.group(0).rstrip(".")
+            if "://" in text[max(0, match.start() - 8) : match.start() + 3]:
+                continue
+            if len(token) > 1:
+                found.append(token)
+        anchor = search(text, end)
     return list(dict.fromkeys(found))
 
 
@@ -109,19 +132,64 @@ def _lines(command: str, bodies: list[str] | None = None) -> list[str]:
 _LEXED: Final = re.compile(r"['\"\\();<>|&]")
 #: The blanks shlex splits on (str.split() would also split on other Unicode spaces).
 _BLANKS: Final = re.compile(r"[ \t\r\n]+")
+#: One token as ``shlex.shlex(line, posix=True, punctuation_chars=True)`` with
+#: ``whitespace_split`` reads it: blanks (skipped), a run of punctuation (group 1), or a word
+#: (group 2) of plain characters, single-quoted text (no escapes inside), double-quoted text
+#: (``\\`` escapes) and escaped characters. An unclosed quote or a trailing escape matches
+#: nothing, where shlex raises.
+_TOKEN: Final = re.compile(
+    r"[ \t\r\n]+|([();<>|&]+)"
+    r"|((?:[^ \t\r\n();<>|&'\"\\]+|'[^']*'|\"(?:[^\"\\]|\\.)*\"|\\.)+)",
+    re.DOTALL,
+)
+#: The parts of a word, to take its quotes and escapes out as shlex does.
+_PART: Final = re.compile(r"[^'\"\\]+|'([^']*)'|\"((?:[^\"\\]|\\.)*)\"|\\(.)", re.DOTALL)
+#: Inside double quotes only ``\\`` and ``\"`` are escapes; any other backslash stays.
+_QUOTED_ESCAPE: Final = re.compile(r"\\([\\\"])")
+
+
+def _unquote(word: str) -> str:
+    if "'" not in word and '"' not in word and "\\" not in word:
+        return word
+    out: list[str] = []
+    for part in _PART.finditer(word):
+        single, double, escaped = part.groups()
+        if single is not None:
+            out.append(single)
+        elif double is not None:
+            out.append(_QUOTED_ESCAPE.sub(r"\1", double) if "\\" in double else double)
+        elif escaped is not None:
+            out.append(escaped)
+        else:
+            out.append(part.group(0))
+    return "".join(out)
 
 
 def _split(line: str) -> list[str] | None:
+    """The tokens shlex (POSIX, punctuation runs, split on blanks) reads from ``line``, or None
+    where it raises (an unclosed quote, a trailing escape).
+
+    The same tokens as :mod:`shlex`, read a token at a time by one regex instead of its
+    per-character loop (several times slower, and run on every command a ledger reads); the
+    equivalence is checked against shlex itself in ``tests/test_shell_split.py``."""
     if _LEXED.search(line) is None:
-        # Most lines are plain words: the same tokens, without shlex's per-character loop.
+        # Most lines are plain words: split on blanks.
         return [word for word in _BLANKS.split(line) if word]
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        return list(lexer)
-    except ValueError:  # an unclosed quote: the shell would refuse it too
-        return None
+    tokens: list[str] = []
+    pos = 0
+    end = len(line)
+    match_at = _TOKEN.match
+    while pos < end:
+        token = match_at(line, pos)
+        if token is None:
+            return None  # an unclosed quote or a trailing escape: the shell would refuse it too
+        punctuation, word = token.groups()
+        if punctuation is not None:
+            tokens.append(punctuation)
+        elif word is not None:
+            tokens.append(_unquote(word))
+        pos = token.end()
+    return tokens
 
 
 def _simple_commands(tokens: Sequence[str]) -> list[list[str]]:

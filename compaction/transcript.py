@@ -135,6 +135,8 @@ def mark(
     strategy: str,
     kind: Kind,
     replaces: Iterable[Message] = (),
+    content: str | None = None,
+    refs: Sequence[str] | None = None,
     **extra: Any,
 ) -> Message:
     """Record on ``message`` that ``strategy`` produced it, standing for ``replaces``.
@@ -143,16 +145,23 @@ def mark(
     truncated copy), its own provenance is folded in, so whatever is written over it still
     names the original messages — the ones the raw history holds and ``recall`` can find —
     never an intermediate rewrite that exists nowhere else.
+
+    ``content``, when given, is the message's new text, set in the same copy: a layer that
+    rewrites many messages makes one copy of each, not two. ``refs``, when given, are the
+    recall ids of ``replaces`` exactly as read below, passed by a caller that names them in
+    the new text and so has read them already (a fingerprint reads the whole text).
     """
-    refs: list[str] = []
     olds = list(replaces)
-    for old in olds:
-        record = provenance(old)
-        earlier = record.get("replaces") if record is not None else None
-        if earlier:
-            refs.extend(earlier)
-        else:
-            refs.append(message_ref(old))
+    if refs is None:
+        read: list[str] = []
+        for old in olds:
+            record = provenance(old)
+            earlier = record.get("replaces") if record is not None else None
+            if earlier:
+                read.extend(earlier)
+            else:
+                read.append(message_ref(old))
+        refs = read
     carried: dict[str, Any] = {}
     if len(olds) == 1 and kind in ("truncated", "placeholder"):
         # The same message with less text: a cut note or summary is still a stand-in (never a
@@ -163,7 +172,10 @@ def mark(
         if "facts" in before:
             carried["facts"] = before["facts"]
     record = {"strategy": strategy, "kind": kind, "replaces": tuple(refs), **carried, **extra}
-    return message.replace(meta={**message.meta, PROVENANCE_KEY: record}, tokens=None)
+    meta = {**message.meta, PROVENANCE_KEY: record}
+    if content is not None:
+        return message.replace(content=content, meta=meta, tokens=None)
+    return message.replace(meta=meta, tokens=None)
 
 
 GroupKind = Literal["user", "note", "assistant", "step", "orphan"]

@@ -162,7 +162,9 @@ class ToolResults(Strategy):
         tool_name = call.name if call is not None else (result.name or "tool")
         record = provenance(result)
         earlier = record.get("replaces") if record is not None else None
+        # What mark records for it, read once: its own fingerprint reads the whole output.
         ref = str(earlier[0]) if earlier else message_ref(result)
+        refs = list(earlier) if earlier else [ref]
         # Read once: the text names them and the meta records them all.
         all_errors = error_names(result.content)
         all_failing = failing_tests(result.content)
@@ -182,7 +184,9 @@ class ToolResults(Strategy):
         facts.setdefault("errors", tuple(all_errors))
         facts.setdefault("failing", tuple(all_failing))
         return mark(
-            result.replace(content=text),
+            result,
+            content=text,
+            refs=refs,
             strategy=self.name,
             kind="placeholder",
             replaces=[result],
