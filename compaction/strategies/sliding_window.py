@@ -289,10 +289,9 @@ class SlidingWindow(Strategy):
             while p < len(chunks) and total - dropped_tokens + cost > target:
                 dropped_tokens += chunks[p].tokens
                 p += 1
-        after = total - dropped_tokens + counter.count(note)
+        after = total - dropped_tokens + cost
         if after >= total:
             return None
-        out = self._build(transcript, chunks[:p], note)
         if target - after > max(_MIN_PART, target // 20):
             # The last group to go overshot the target by far (one huge message): keep its
             # head and tail instead, cut in the middle, so no more is thrown away than needed.
@@ -300,7 +299,7 @@ class SlidingWindow(Strategy):
             part = self._keep_part(transcript, chunks, p, kept, target, counter, memo)
             if part is not None:
                 return part
-        return out
+        return self._build(transcript, chunks[:p], note)
 
     def _keep_part(
         self,
@@ -333,7 +332,10 @@ class SlidingWindow(Strategy):
         message = msgs[biggest]
         others = last.tokens - counter.count(message)
         cut = cut_message(message, room - others, counter, strategy=self.name, least=_MIN_PART)
-        if cut is None:
+        # What the result counts is known from the counts already taken: the room was what
+        # the target leaves beside everything kept (note included), the last group's other
+        # messages and the cut take it.
+        if cut is None or others + counter.count(cut) > room:
             return None
         out = self._build(transcript, rest if note is not None else (), note)
         # by identity: an equal message elsewhere ("ok", "continue") is not this one
@@ -341,8 +343,6 @@ class SlidingWindow(Strategy):
         if at < 0:
             return None
         out[at] = cut
-        if counter.count_messages(out) > target:
-            return None
         return out
 
     # -- helpers -------------------------------------------------------------------------------
