@@ -129,7 +129,7 @@ def _error_lines(text: str) -> list[str]:
     if not hits:
         return []
     lines = text.splitlines(keepends=True)
-    starts = list(accumulate((len(line) for line in lines), initial=0))
+    starts = list(accumulate(map(len, lines), initial=0))
     candidates: set[int] = set()
     for word in hits:
         at = text.find(word)
@@ -278,7 +278,12 @@ class ExtractiveSummarizer:
         state = []
         if last_assistant.strip():
             state.append("Last assistant message: " + _cut(last_assistant, self.max_line))
-        tail = [line.strip() for line in last_result.splitlines() if line.strip()][-2:]
+        tail: list[str] = []  # its last two lines with text, read from the end
+        for line in reversed(last_result.splitlines()):
+            if line.strip():
+                tail.insert(0, line.strip())
+                if len(tail) == 2:
+                    break
         if tail:
             state.append("Last tool output: " + " / ".join(_cut(t, self.max_line) for t in tail))
         if state:
