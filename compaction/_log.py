@@ -63,6 +63,11 @@ class _Logger:
             detail = " ".join(f"{k}={_field(v)!r}" for k, v in fields.items())
             getattr(_stdlib, level)("%s %s", event, detail)
 
+    def writes(self, level: str) -> bool:
+        """Whether a line at ``level`` goes anywhere: a caller skips work (a count) that only
+        a dropped line would show."""
+        return level in ("warning", "error") or _configured_structlog() is not None
+
     def debug(self, event: str, **fields: Any) -> None:
         self._emit("debug", event, **fields)
 

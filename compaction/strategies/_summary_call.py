@@ -103,8 +103,13 @@ class _SummaryCalls:
     ) -> None:
         seconds = time.monotonic() - started
         labels = current_labels()
-        input_tokens = counter.count_text(self.instructions) + counter.count_text(transcript)
-        output_tokens = counter.count_text(answer) if isinstance(answer, str) else 0
+        # What the call cost in tokens is exact (the transcript as shown, encoded), and only
+        # worth encoding for someone who reads it: the transcript may be as long as the rest
+        # of the conversation, and with the offline summariser nobody is billed for it.
+        input_tokens = output_tokens = 0
+        if events.summarized.receivers or (error is None and log.writes("debug")):
+            input_tokens = counter.count_text(self.instructions) + counter.count_text(transcript)
+            output_tokens = counter.count_text(answer) if isinstance(answer, str) else 0
         events.summarized.send(
             self,
             name=self.name,

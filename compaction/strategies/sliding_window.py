@@ -42,20 +42,14 @@ from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from ..budget import Budget
-from ..ledger import ledger_of
 from ..messages import Message
-from ..note import ledger_cap, ledger_text
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
-from ..trace import Memo, cut_message, refs_of
-from ..transcript import (
-    PROVENANCE_KEY,
-    Transcript,
-    is_person_written,
-    parse,
-)
+from ..trace import cut_message
+from ..transcript import Transcript, is_person_written, parse
 from ..validate import validate
+from ._window_notes import Chunk, WindowNotes
 
 __all__ = ["SlidingWindow", "WindowMode"]
 
@@ -64,19 +58,6 @@ _MIN_PART = 64
 
 WindowMode = Literal["messages", "tokens"]
 _MODES: tuple[str, ...] = ("messages", "tokens")
-
-
-class _Chunk:
-    """One droppable unit, in drop order: one or more groups (not always contiguous)."""
-
-    __slots__ = ("chars", "groups", "messages", "notes_only", "tokens")
-
-    def __init__(self, groups: list[int]) -> None:
-        self.groups = groups
-        self.tokens = 0
-        self.messages = 0
-        self.chars = 0
-        self.notes_only = True
 
 
 class SlidingWindow(Strategy):
@@ -275,12 +256,13 @@ class SlidingWindow(Strategy):
 
         if not self.writes_note:
             return self._build(transcript, chunks[:p], None)
-        memo = Memo()
+        notes = WindowNotes(self.name, transcript, chunks, target)
         # Phase 3, the note: one more chunk at a time until what is left, note included, fits.
         # The note grows with what it names, so it is written and counted for each cut tried
-        # (a short text, counted once per try: never the conversation again).
+        # (a short text, counted once per try: never the conversation again; what it reads
+        # of the messages is shared by the tries, see WindowNotes).
         while True:
-            note = self._note(transcript, chunks[:p], memo, target)
+            note = notes.note(p)
             cost = counter.count(note)
             if total - dropped_tokens + cost <= target or p == len(chunks):
                 break
@@ -289,28 +271,27 @@ class SlidingWindow(Strategy):
             while p < len(chunks) and total - dropped_tokens + cost > target:
                 dropped_tokens += chunks[p].tokens
                 p += 1
-        after = total - dropped_tokens + counter.count(note)
+        after = total - dropped_tokens + cost
         if after >= total:
             return None
-        out = self._build(transcript, chunks[:p], note)
         if target - after > max(_MIN_PART, target // 20):
             # The last group to go overshot the target by far (one huge message): keep its
             # head and tail instead, cut in the middle, so no more is thrown away than needed.
             kept = total - dropped_tokens
-            part = self._keep_part(transcript, chunks, p, kept, target, counter, memo)
+            part = self._keep_part(transcript, chunks, p, kept, target, counter, notes)
             if part is not None:
                 return part
-        return out
+        return self._build(transcript, chunks[:p], note)
 
     def _keep_part(
         self,
         transcript: Transcript,
-        chunks: Sequence[_Chunk],
+        chunks: Sequence[Chunk],
         p: int,
         kept: int,
         target: int,
         counter: TokenCounter,
-        memo: Memo,
+        notes: WindowNotes,
     ) -> list[Message] | None:
         """The cut of ``chunks[:p]`` with the last chunk kept in part: its largest message cut
         in the middle so that the whole, with the note for ``chunks[:p - 1]``, fits."""
@@ -321,11 +302,7 @@ class SlidingWindow(Strategy):
         msgs = transcript.messages
         rest = chunks[: p - 1]
         # No note for nothing, nor for older notes alone (swapping notes is no rewrite).
-        note = (
-            self._note(transcript, rest, memo, target)
-            if not all(c.notes_only for c in rest)
-            else None
-        )
+        note = notes.note(p - 1) if not all(c.notes_only for c in rest) else None
         room = target - kept - (counter.count(note) if note is not None else 0)
         if note is None:
             room -= sum(c.tokens for c in rest)  # those stay, then
@@ -333,7 +310,10 @@ class SlidingWindow(Strategy):
         message = msgs[biggest]
         others = last.tokens - counter.count(message)
         cut = cut_message(message, room - others, counter, strategy=self.name, least=_MIN_PART)
-        if cut is None:
+        # What the result counts is known from the counts already taken: the room was what
+        # the target leaves beside everything kept (note included), the last group's other
+        # messages and the cut take it.
+        if cut is None or others + counter.count(cut) > room:
             return None
         out = self._build(transcript, rest if note is not None else (), note)
         # by identity: an equal message elsewhere ("ok", "continue") is not this one
@@ -341,58 +321,12 @@ class SlidingWindow(Strategy):
         if at < 0:
             return None
         out[at] = cut
-        if counter.count_messages(out) > target:
-            return None
         return out
 
     # -- helpers -------------------------------------------------------------------------------
 
-    def _note(
-        self, transcript: Transcript, chunks: Sequence[_Chunk], memo: Memo, target: int
-    ) -> Message:
-        """The note standing for the messages of ``chunks``: what went, by name (see
-        :mod:`compaction.trace`), folding in the facts of older notes among them."""
-        msgs = transcript.messages
-        groups = transcript.groups
-        replaced: list[Message] = []
-        for index in sorted(g for chunk in chunks for g in chunk.groups):
-            replaced.extend(msgs[groups[index].start : groups[index].end])
-        refs = refs_of(replaced, memo.refs)
-        gone = {g for chunk in chunks for g in chunk.groups}
-        ledger = ledger_of(replaced, memo.facts)
-        if transcript.task is not None and transcript.task in gone:
-            ledger.set_task(msgs[groups[transcript.task].start].content)
-        chars = sum(c.chars for c in chunks)
-        # The person's messages still there after the note: a value they changed since is
-        # not shown as current in the note.
-        later = [
-            msgs[group.start].content
-            for index, group in enumerate(groups)
-            if index not in gone
-            and group.kind == "user"
-            and is_person_written(msgs[group.start])
-            and (not gone or index > min(gone))
-        ]
-        text = ledger_text(
-            ledger,
-            chars,
-            messages=len(refs),
-            max_chars=ledger_cap(target),
-            later=later,
-            show_task=True,  # set only when the task itself went, now or earlier
-        )
-        record = {
-            "strategy": self.name,
-            "kind": "note",
-            "replaces": refs,
-            "dropped": len(refs),
-            "facts": ledger.record(),
-            "ledger_chars": len(text),
-        }
-        return Message("user", text, meta={PROVENANCE_KEY: record})
-
     def _build(
-        self, transcript: Transcript, chunks: Sequence[_Chunk], note: Message | None
+        self, transcript: Transcript, chunks: Sequence[Chunk], note: Message | None
     ) -> list[Message]:
         """The kept messages in order, with ``note`` where the first dropped message was."""
         msgs = transcript.messages
@@ -411,7 +345,7 @@ class SlidingWindow(Strategy):
             out.extend(msgs[group.start : group.end])
         return out
 
-    def _chunks(self, transcript: Transcript, counts: Sequence[int]) -> list[_Chunk]:
+    def _chunks(self, transcript: Transcript, counts: Sequence[int]) -> list[Chunk]:
         """What may be dropped, in drop order, one group per chunk (the finest grain that
         keeps a call with its results): history, oldest first; then the current request's
         own oldest steps; and only then older person-written user messages, which are small
@@ -461,9 +395,9 @@ class SlidingWindow(Strategy):
             order.extend(i for i in range(anchor + 1, cut) if i not in protected)
         order.extend(asked)
 
-        chunks: list[_Chunk] = []
+        chunks: list[Chunk] = []
         for g in order:
-            chunk = _Chunk([g])
+            chunk = Chunk([g])
             group = groups[g]
             for i in range(group.start, group.end):
                 m = msgs[i]

@@ -139,7 +139,9 @@ _HEADER_LIKE: Final = re.compile(r"^(?=--- .+ ---$)", re.MULTILINE)
 
 
 def _body(text: str) -> str:
-    return _HEADER_LIKE.sub(" ", text)
+    # Most texts hold no header-like line at all: a search in C tells, the pattern is then
+    # not tried at every line start of a long tool output.
+    return _HEADER_LIKE.sub(" ", text) if "--- " in text else text
 
 
 def _arguments(text: str) -> str:
