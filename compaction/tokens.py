@@ -74,11 +74,13 @@ class CachingCounter:
     def count_text(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _measure(self, message: Message) -> int:
+    def _measure(self, message: Message, text_tokens: int | None = None) -> int:
         if message.tokens is not None:
             return message.tokens
-        self.encoded += 1
-        total = self.per_message + self.count_text(message.content)
+        if text_tokens is None:
+            self.encoded += 1
+            text_tokens = self.count_text(message.content)
+        total = self.per_message + text_tokens
         meta = message.meta
         if meta and (
             "openai" in meta or "anthropic" in meta or "responses" in meta or "media" in meta
@@ -105,6 +107,23 @@ class CachingCounter:
         except KeyError:
             pass
         n = self._measure(message)
+        cache[message] = n
+        return n
+
+    def learn(self, message: Message, text_tokens: int) -> int:
+        """Tokens ``message`` costs, when its content is known to count ``text_tokens``.
+
+        A layer that cuts a text encodes the cut to check it, then builds the cut message and
+        counts it: without this, that count would encode the same text again. The caller
+        vouches that ``text_tokens`` is what :meth:`count_text` gives for the content (it just
+        encoded exactly that text); the rest (envelope, name, tool calls, media) is measured as
+        :meth:`count` measures it, so the count recorded is the one ``count`` would give."""
+        cache = self._cache
+        try:
+            return cache[message]
+        except KeyError:
+            pass
+        n = self._measure(message, text_tokens)
         cache[message] = n
         return n
 
@@ -184,6 +203,11 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 _WHITESPACE = re.compile(r"\s*")
+
+#: How many texts read whole by a cut a counter keeps the encoding of, and up to what size
+#: (a bound on what the counter holds: a few hundred kilobytes of tokens at most).
+_WHOLE_TEXTS = 16
+_WHOLE_CHARS = 32_768
 
 
 def _long_runs(text: str, least: int) -> list[tuple[int, int]]:
@@ -274,6 +298,8 @@ class TiktokenCounter(CachingCounter):
         self.max_run = MAX_WHITESPACE_RUN
         #: Texts that tiktoken panicked on and were counted in pieces instead.
         self.panics = 0
+        # The encodings of the last few texts a cut read whole (see :meth:`_whole`).
+        self._wholes: dict[str, list[int] | None] = {}
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text``; never raises, whatever the text (lone surrogates included)."""
@@ -313,6 +339,23 @@ class TiktokenCounter(CachingCounter):
         first = self._encoding.decode_single_token_bytes(tokens[k])[0]
         return max(0, chars - (0x80 <= first < 0xC0))
 
+    def _whole(self, text: str) -> list[int] | None:
+        """The tokens of ``text`` (see :meth:`_tokens`), for a window that is the whole text.
+
+        A short text is read whole by both of its edges, by every candidate of one cut, and by
+        every pass of a layer that re-cuts the same original (the last resort does, each pass
+        tighter): it is encoded once. Only a few texts of bounded size are kept, by the
+        counter (one run's state), never between counters."""
+        wholes = self._wholes
+        if text in wholes:
+            return wholes[text]
+        tokens = self._tokens(text)
+        if len(text) <= _WHOLE_CHARS:
+            if len(wholes) >= _WHOLE_TEXTS:
+                del wholes[next(iter(wholes))]  # the oldest: a cut re-reads what it just read
+            wholes[text] = tokens
+        return tokens
+
     def _edge(self, text: str, n: int, *, tail: bool) -> int | None:
         if n <= 0:
             return len(text) if tail else 0
@@ -321,8 +364,10 @@ class TiktokenCounter(CachingCounter):
         span = n * 6 + 64
         while True:
             span = min(span, len(text))
-            piece = text[len(text) - span :] if tail else text[:span]
-            tokens = self._tokens(piece)
+            if span == len(text):
+                tokens = self._whole(text)
+            else:
+                tokens = self._tokens(text[len(text) - span :] if tail else text[:span])
             if tokens is None:
                 return None
             if len(tokens) > n + (1 if tail else 0):

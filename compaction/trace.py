@@ -31,6 +31,7 @@ __all__ = [
     "MIN_NOTE_CHARS",
     "Facts",
     "Memo",
+    "cut_counted",
     "cut_message",
     "cut_middle",
     "error_names",
@@ -62,11 +63,30 @@ def cut_middle(
     ``tail_start``: one encoding of the part kept, whatever the size of the text); otherwise
     the cut is sized from the text's own density. Either way only the shorter candidate is
     counted, a bounded few times."""
+    found = cut_counted(text, want, ref, counter, marker, tokens=tokens)
+    return None if found is None else found[0]
+
+
+def cut_counted(
+    text: str,
+    want: int,
+    ref: str,
+    counter: TokenCounter,
+    marker: str = CUT_MARKER,
+    *,
+    tokens: int | None = None,
+    marker_tokens: int | None = None,
+) -> tuple[str, int] | None:
+    """:func:`cut_middle`, with what the cut counts: the cut was encoded whole to check it,
+    and a caller that counts it again (or the message made of it) would encode it twice.
+    ``marker_tokens`` is what the formatted marker counts, when the caller knows it."""
     if tokens is None:
         tokens = counter.count_text(text)
     if tokens <= want or len(text) < 2:
         return None
-    room = max(want - counter.count_text(marker.format(cut=len(text), ref=ref)), 0)
+    if marker_tokens is None:
+        marker_tokens = counter.count_text(marker.format(cut=len(text), ref=ref))
+    room = max(want - marker_tokens, 0)
     head_end = getattr(counter, "head_end", None)
     tail_start = getattr(counter, "tail_start", None)
     for _ in range(6):
@@ -79,7 +99,7 @@ def cut_middle(
         candidate = text[:a] + marker.format(cut=b - a, ref=ref) + text[b:]
         cost = counter.count_text(candidate)
         if cost <= want or room == 0:
-            return candidate if cost < tokens and len(candidate) < len(text) else None
+            return (candidate, cost) if cost < tokens and len(candidate) < len(text) else None
         room = max(room - (cost - want) - 1, 0)
     return None
 
@@ -126,13 +146,14 @@ def cut_message(
     ref = str(earlier[0]) if earlier else message_ref(message)
     # A message with a known token count (``tokens``) says nothing of its text's density.
     known = max(size - overhead, 1) if message.tokens is None else None
-    text = cut_middle(
+    found = cut_counted(
         message.content, want, ref, counter, marker=_marker(message.content), tokens=known
     )
-    if text is None:
+    if found is None:
         return None
+    text, text_tokens = found
     original = original_chars(message)
-    return mark(
+    cut = mark(
         message.replace(content=text),
         strategy=strategy,
         kind="truncated",
@@ -140,6 +161,12 @@ def cut_message(
         original_chars=original,
         kept_chars=len(text),
     )
+    # The caller counts the cut next (it must fit): its text was just encoded, so the counter
+    # learns the count instead of encoding the text a second time.
+    learn = getattr(counter, "learn", None)
+    if learn is not None:
+        learn(cut, text_tokens)
+    return cut
 
 
 def facts_of(messages: Sequence[Message], cache: dict[int, Ledger] | None = None) -> Ledger:

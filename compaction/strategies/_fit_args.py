@@ -52,22 +52,23 @@ def _tokens(text: str, counter: TokenCounter, density: float) -> int:
 
 def _cut_leaf(
     value: str, want: int, ref: str, counter: TokenCounter, marker: str, tokens: int
-) -> str | None:
-    """``value`` cut so that, as a JSON string, it costs about ``want`` tokens: the cut is of
-    the raw text, and escapes (a newline is two characters in JSON) make it dearer, so a cut
-    that came out over is tightened by the excess (a bounded few times, each on the kept
-    part only)."""
+) -> tuple[str, int] | None:
+    """``value`` cut so that, as a JSON string, it costs about ``want`` tokens, and what the
+    cut costs as a JSON string: the cut is of the raw text, and escapes (a newline is two
+    characters in JSON) make it dearer, so a cut that came out over is tightened by the
+    excess (a bounded few times, each on the kept part only)."""
     aim = want
-    cut = None
+    found = None
     for _ in range(3):
         cut = cut_middle(value, aim, ref, counter, marker, tokens=tokens)
         if cut is None:
             return None
-        over = counter.count_text(json.dumps(cut, ensure_ascii=False)) - want
+        found = cut, counter.count_text(json.dumps(cut, ensure_ascii=False))
+        over = found[1] - want
         if over <= 0 or aim <= 0:
             break
         aim = max(aim - over, 0)
-    return cut
+    return found
 
 
 def shrink_call(
@@ -102,10 +103,10 @@ def shrink_call(
         # Sized as it stands in the JSON (escapes and quotes count too), so that the cuts
         # together save what is needed, not a token per escaped character less.
         tokens = _tokens(json.dumps(value, ensure_ascii=False), counter, density)
-        cut = _cut_leaf(value, max(tokens - need, least), ref, counter, marker, tokens)
-        if cut is not None:
-            need -= tokens - counter.count_text(json.dumps(cut, ensure_ascii=False))
-            args = _put(args, path, cut)
+        found = _cut_leaf(value, max(tokens - need, least), ref, counter, marker, tokens)
+        if found is not None:
+            need -= tokens - found[1]
+            args = _put(args, path, found[0])
             changed = True
     if not changed:
         return call, need
