@@ -50,6 +50,12 @@ class TokenCounter(Protocol):
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int: ...
 
 
+#: The short texts (names, small tool-call arguments) a counter remembers while it learns the
+#: counts of cuts: how many, and up to what length.
+_AGAIN_TEXTS = 1_024
+_AGAIN_CHARS = 512
+
+
 class CachingCounter:
     """Base for counters: the envelope arithmetic and the per-message cache.
 
@@ -70,6 +76,7 @@ class CachingCounter:
         # Frozen messages hash by value (cached), so an equal message shares its count.
         self._cache: weakref.WeakKeyDictionary[Message, int] = weakref.WeakKeyDictionary()
         self.encoded = 0  # messages actually encoded: what the benchmarks and tests watch
+        self._again: dict[str, int] = {}  # see _count_again
 
     def count_text(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -77,9 +84,14 @@ class CachingCounter:
     def _measure(self, message: Message, text_tokens: int | None = None) -> int:
         if message.tokens is not None:
             return message.tokens
+        count_text = self.count_text
         if text_tokens is None:
             self.encoded += 1
-            text_tokens = self.count_text(message.content)
+            text_tokens = count_text(message.content)
+        else:
+            # A cut is counted again and again (each pass of the last resort, each tightening
+            # of its tool calls) with the same names and often the same arguments.
+            count_text = self._count_again
         total = self.per_message + text_tokens
         meta = message.meta
         if meta and (
@@ -92,12 +104,23 @@ class CachingCounter:
 
             total += media_tokens(meta, message.content, self.count_text)
         if message.name:
-            total += self.per_name + self.count_text(message.name)
+            total += self.per_name + count_text(message.name)
         for call in message.tool_calls:
-            total += (
-                self.per_tool_call + self.count_text(call.name) + self.count_text(call.arguments)
-            )
+            total += self.per_tool_call + count_text(call.name) + count_text(call.arguments)
         return total
+
+    def _count_again(self, text: str) -> int:
+        """:meth:`count_text`, remembering short texts (names, small arguments) for the
+        counts :meth:`learn` makes: a bounded few, held by this counter only."""
+        if len(text) > _AGAIN_CHARS:
+            return self.count_text(text)
+        again = self._again
+        n = again.get(text)
+        if n is None:
+            if len(again) >= _AGAIN_TEXTS:
+                again.clear()
+            n = again[text] = self.count_text(text)
+        return n
 
     def count(self, message: Message) -> int:
         """Tokens ``message`` costs in a request; encoded at most once per counter."""
