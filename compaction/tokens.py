@@ -155,14 +155,15 @@ class CachingCounter:
         count = self.count
         return sum(count(m) for m in messages)
 
-    def head_end(self, text: str, n: int) -> int | None:
+    def head_end(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
         """Where the first ``n`` tokens of ``text`` end (a character offset), or None when
         this counter cannot tell without counting candidates (a cut then estimates from the
         text's density and checks). A cut in the middle of a long text is found from one
-        encoding of the part kept, never by re-encoding the whole text per guess."""
+        encoding of the part kept, never by re-encoding the whole text per guess.
+        ``tokens``, what ``text`` counts when the caller knows it, sizes what is read."""
         return None
 
-    def tail_start(self, text: str, n: int) -> int | None:
+    def tail_start(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
         """Where the last ``n`` tokens of ``text`` start (a character offset), or None (see
         :meth:`head_end`)."""
         return None
@@ -194,11 +195,11 @@ class ApproximateCounter(CachingCounter):
     def count_text(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token) if text else 0
 
-    def head_end(self, text: str, n: int) -> int:
+    def head_end(self, text: str, n: int, *, tokens: int | None = None) -> int:
         # ceil(k / cpt) <= n exactly when k <= n * cpt: arithmetic, nothing to encode.
         return min(len(text), max(math.floor(n * self.chars_per_token), 0))
 
-    def tail_start(self, text: str, n: int) -> int:
+    def tail_start(self, text: str, n: int, *, tokens: int | None = None) -> int:
         return len(text) - self.head_end(text, n)
 
     def __repr__(self) -> str:
@@ -230,6 +231,8 @@ _WHITESPACE = re.compile(r"\s*")
 #: How many texts read whole by a cut a counter keeps the encoding of, and up to what size
 #: (a bound on what the counter holds: a few hundred kilobytes of tokens at most).
 _WHOLE_TEXTS = 16
+#: How much wider than the text's average density says a window around a cut is read.
+_WINDOW_SLACK = 1.25
 _WHOLE_CHARS = 32_768
 
 
@@ -379,12 +382,16 @@ class TiktokenCounter(CachingCounter):
             wholes[text] = tokens
         return tokens
 
-    def _edge(self, text: str, n: int, *, tail: bool) -> int | None:
+    def _edge(self, text: str, n: int, *, tail: bool, tokens: int | None) -> int | None:
         if n <= 0:
             return len(text) if tail else 0
         # Encode only a window a little wider than ``n`` tokens from the edge (doubled while
-        # it holds fewer): the cost follows what is kept, not the size of the text.
+        # it holds fewer): the cost follows what is kept, not the size of the text. Sized from
+        # the text's own density when its count is known (a quarter more, for a head denser
+        # than the rest), else for six characters a token (few texts are sparser).
         span = n * 6 + 64
+        if tokens:
+            span = min(span, math.ceil(n * len(text) / tokens * _WINDOW_SLACK) + 64)
         while True:
             span = min(span, len(text))
             if span == len(text):
@@ -402,11 +409,11 @@ class TiktokenCounter(CachingCounter):
                 return 0 if tail else len(text)
             span *= 2
 
-    def head_end(self, text: str, n: int) -> int | None:
-        return self._edge(text, n, tail=False)
+    def head_end(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
+        return self._edge(text, n, tail=False, tokens=tokens)
 
-    def tail_start(self, text: str, n: int) -> int | None:
-        return self._edge(text, n, tail=True)
+    def tail_start(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
+        return self._edge(text, n, tail=True, tokens=tokens)
 
     def _encode_safely(self, text: str) -> int:
         if not text:

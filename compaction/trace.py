@@ -17,7 +17,7 @@ from .facts import MAX_COMMAND_CHARS, error_names, failing_tests, paths_in
 from .ledger import MAX_FACTS, Ledger, ledger_of
 from .messages import Message
 from .note import MAX_NOTE_CHARS, MIN_NOTE_CHARS, ledger_text
-from .tokens import TokenCounter
+from .tokens import CachingCounter, TokenCounter
 from .transcript import is_note, mark, message_ref, provenance
 
 #: The round-2 name of the ledger.
@@ -89,10 +89,16 @@ def cut_counted(
     room = max(want - marker_tokens, 0)
     head_end = getattr(counter, "head_end", None)
     tail_start = getattr(counter, "tail_start", None)
+    # Ours take the text's count, to read a window sized from its density.
+    sized = isinstance(counter, CachingCounter)
     for _ in range(6):
         a = b = None
         if head_end is not None and tail_start is not None:
-            a, b = head_end(text, room - room // 2), tail_start(text, room // 2)
+            if sized:
+                a = head_end(text, room - room // 2, tokens=tokens)
+                b = tail_start(text, room // 2, tokens=tokens)
+            else:
+                a, b = head_end(text, room - room // 2), tail_start(text, room // 2)
         if a is None or b is None or a > b:
             kept = min(len(text) - 1, len(text) * room // max(tokens, 1))
             a, b = kept - kept // 2, len(text) - kept // 2
