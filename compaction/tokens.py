@@ -382,7 +382,7 @@ class TiktokenCounter(CachingCounter):
             wholes[text] = tokens
         return tokens
 
-    def _edge(self, text: str, n: int, *, tail: bool, tokens: int | None) -> int | None:
+    def _edge(self, text: str, n: int, *, tail: bool, known: int | None) -> int | None:
         if n <= 0:
             return len(text) if tail else 0
         # Encode only a window a little wider than ``n`` tokens from the edge (doubled while
@@ -390,8 +390,8 @@ class TiktokenCounter(CachingCounter):
         # the text's own density when its count is known (a quarter more, for a head denser
         # than the rest), else for six characters a token (few texts are sparser).
         span = n * 6 + 64
-        if tokens:
-            span = min(span, math.ceil(n * len(text) / tokens * _WINDOW_SLACK) + 64)
+        if known:
+            span = min(span, math.ceil(n * len(text) / known * _WINDOW_SLACK) + 64)
         while True:
             span = min(span, len(text))
             if span == len(text):
@@ -410,10 +410,10 @@ class TiktokenCounter(CachingCounter):
             span *= 2
 
     def head_end(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
-        return self._edge(text, n, tail=False, tokens=tokens)
+        return self._edge(text, n, tail=False, known=tokens)
 
     def tail_start(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
-        return self._edge(text, n, tail=True, tokens=tokens)
+        return self._edge(text, n, tail=True, known=tokens)
 
     def _encode_safely(self, text: str) -> int:
         if not text:

@@ -1,0 +1,103 @@
+"""A cut is counted once: the counter learns the count of a cut it just encoded, exactly."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from compaction import Message, TiktokenCounter, ToolCall
+from compaction.messages import assistant, system, tool, user
+from compaction.strategies.fit import Fit
+from compaction.trace import cut_counted, cut_message
+from compaction.transcript import mark
+
+# Texts of every kind a cut meets: prose, code, whitespace runs, non-ASCII.
+TEXT = st.text(
+    alphabet=st.sampled_from(list("ab xyz\n\t{}()=.,;:'\"-_0123456789éü—日本")), max_size=600
+)
+NAME = st.none() | st.sampled_from(["Bash", "Read", "x"])
+MEDIA = st.sampled_from(
+    [
+        {},
+        {"anthropic": {"block": {"type": "tool_result", "content": [{"type": "text"}]}}},
+        {
+            "anthropic": {
+                "blocks": [
+                    {"type": "document", "source": {"type": "text", "data": "a page of text"}}
+                ]
+            }
+        },
+    ]
+)
+
+
+class Tally(TiktokenCounter):
+    """A real tiktoken counter that also adds up the characters it encodes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chars = 0
+
+    def count_text(self, text: str) -> int:
+        self.chars += len(text)
+        return super().count_text(text)
+
+
+@settings(max_examples=80, deadline=None)
+@given(content=TEXT, cut=TEXT, name=NAME, meta=MEDIA, args=TEXT)
+def test_a_learnt_count_is_the_count(content, cut, name, meta, args):
+    if name:
+        message = tool("c1", content, name=name, meta=meta)
+    else:
+        calls = [ToolCall("c1", "Bash", json.dumps({"command": args}))]
+        message = assistant(content, calls, meta=meta)
+    cut_message_ = mark(
+        message.replace(content=cut), strategy="fit", kind="truncated", replaces=[message]
+    )
+    counter = TiktokenCounter()
+    learnt = counter.learn(cut_message_, counter.count_text(cut))
+    # what a counter that never saw the cut measures, envelope, name, calls and media included
+    assert learnt == TiktokenCounter().count(cut_message_)
+    assert counter.count(cut_message_) == learnt  # recorded: counting it again reads nothing
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=TEXT.filter(lambda t: len(t) > 40), want=st.integers(0, 200))
+def test_cut_counted_says_what_the_cut_counts(text, want):
+    counter = TiktokenCounter()
+    found = cut_counted(text, want, "sha1:0", counter)
+    if found is not None:
+        assert found[1] == TiktokenCounter().count_text(found[0])
+
+
+def test_a_cut_message_is_counted_without_encoding_it_again():
+    big = "".join(f"line {i}: value={i * 7} ok\n" for i in range(3000))
+    message = tool("c1", big)
+    counter = Tally()
+    size = counter.count(message)
+    read = counter.chars
+    cut = cut_message(message, size // 10, counter, strategy="tool_results")
+    assert cut is not None
+    spent = counter.chars - read
+    assert counter.count(cut) == TiktokenCounter().count(cut) <= size // 10
+    assert counter.chars - read == spent  # the count was learnt from the cut's own encoding
+    # the cut reads about what it keeps (head and tail windows and the candidate), not the text
+    assert spent < 4 * len(cut.content) < len(big)
+
+
+def test_fit_counts_are_exact_and_each_pass_reads_little():
+    outputs = [f"result {i}: " + "data " * (40 + 13 * i) for i in range(6)]
+    msgs: list[Message] = [system("s"), user("task " * 30)]
+    for i, out in enumerate(outputs):
+        call = ToolCall(f"c{i}", "Bash", json.dumps({"command": f"run {i} " * 5}))
+        msgs += [assistant(f"step {i} " * 8, [call]), tool(f"c{i}", out, name="Bash")]
+    msgs.append(user("and now?"))
+    for target in (60, 150, 400, 900):
+        counter = Tally()
+        result = Fit().compact(msgs, target=target, counter=counter)
+        # every count the run learnt is the one a fresh counter gives
+        assert result.after == TiktokenCounter().count_messages(result.messages)
+        for message in result.messages:
+            assert counter.count(message) == TiktokenCounter().count(message)
