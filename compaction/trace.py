@@ -103,7 +103,9 @@ def cut_counted(
             kept = min(len(text) - 1, len(text) * room // max(tokens, 1))
             a, b = kept - kept // 2, len(text) - kept // 2
         candidate = text[:a] + marker.format(cut=b - a, ref=ref) + text[b:]
-        cost = counter.count_text(candidate)
+        # Nothing kept: the candidate is the marker alone, the very text just counted.
+        whole = a == 0 and b == len(text)
+        cost = marker_tokens if whole else counter.count_text(candidate)
         if cost <= want or room == 0:
             return (candidate, cost) if cost < tokens and len(candidate) < len(text) else None
         room = max(room - (cost - want) - 1, 0)

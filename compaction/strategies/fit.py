@@ -164,7 +164,9 @@ class Fit(Strategy):
             for _ in range(3):
                 left, calls = need, []
                 for call in message.tool_calls:
-                    shrunk, left = shrink_call(call, left, ref, counter, marker, least, density)
+                    shrunk, left = shrink_call(
+                        call, left, ref, counter, marker, least, density, known.texts
+                    )
                     calls.append(shrunk)
                 new = cut_so_far.replace(tool_calls=tuple(calls))
                 if new == cut_so_far:
@@ -359,12 +361,13 @@ class _Known:
     originals (a tighter marker, a lower floor), and their recall ids and markers do not
     change from pass to pass. Keyed by ``id``: the originals live for the whole rewrite."""
 
-    __slots__ = ("counter", "markers", "refs")
+    __slots__ = ("counter", "markers", "refs", "texts")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.refs: dict[int, str] = {}
         self.markers: dict[tuple[int, str], int] = {}
+        self.texts: dict[str, int] = {}  # short values of tool-call arguments, their markers
 
     def ref(self, message: Message) -> str:
         """The recall id of the original ``message`` stands for."""
