@@ -233,6 +233,44 @@ _WHITESPACE = re.compile(r"\s*")
 #: How many texts read whole by a cut a counter keeps the encoding of, and up to what size
 #: (a bound on what the counter holds: a few hundred kilobytes of tokens at most).
 _WHOLE_TEXTS = 16
+#: The pre-tokeniser patterns of cl100k (tiktoken's older and newer spelling) in which a line
+#: start is always a piece boundary (see :meth:`TiktokenCounter.count_cut`).
+_LINES_SPLIT = frozenset(
+    {
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"""
+        r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+        r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    }
+)
+#: How far from a cut's edge the line start it is counted from may be.
+_LINE_REACH = 4_096
+
+
+def _line_start(text: str, at: int, *, back: bool) -> int | None:
+    """A line start of ``text`` (see :meth:`TiktokenCounter.count_cut`) at or before ``at``
+    (``back``) or after ``at`` (its newline at or after ``at``); the start or the end of the
+    text when there is none but it is near; None when neither is within reach."""
+    edge = at
+    for _ in range(8):
+        if back:
+            newline = text.rfind("\n", max(0, at - _LINE_REACH), at)
+        else:
+            newline = text.find("\n", at, at + _LINE_REACH)
+        if newline < 0:
+            break
+        start = newline + 1
+        if start == len(text):
+            return start
+        first = text[start]
+        if not first.isspace() and first != "/":
+            return start
+        at = newline if back else start
+    if back:
+        return 0 if edge <= _LINE_REACH else None
+    return len(text) if len(text) - edge <= _LINE_REACH else None
+
+
 #: How much wider than the text's average density says a window around a cut is read.
 _WINDOW_SLACK = 1.25
 _WHOLE_CHARS = 32_768
@@ -328,6 +366,15 @@ class TiktokenCounter(CachingCounter):
         self.panics = 0
         # The encodings of the last few texts a cut read whole (see :meth:`_whole`).
         self._wholes: dict[str, list[int] | None] = {}
+        # The window each edge last read, for :meth:`count_cut`: the text, its tokens, where
+        # the window starts, the token at the edge and that token's character offset.
+        self._windows: dict[bool, tuple[str, list[int], int, int, int]] = {}
+        # Whether a line start is a boundary of this encoding's pre-tokeniser (see count_cut),
+        # and the counts are tiktoken's own (a subclass may count text otherwise).
+        self._lines_split = (
+            self._encoding._pat_str in _LINES_SPLIT
+            and type(self).count_text is TiktokenCounter.count_text
+        )
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text``; never raises, whatever the text (lone surrogates included)."""
@@ -380,7 +427,7 @@ class TiktokenCounter(CachingCounter):
         tokens = self._tokens(text)
         if len(text) <= _WHOLE_CHARS:
             if len(wholes) >= _WHOLE_TEXTS:
-                del wholes[next(iter(wholes))]  # the oldest: a cut re-reads what it just read
+                wholes.pop(next(iter(wholes)), None)  # the oldest: a cut re-reads what it read
             wholes[text] = tokens
         return tokens
 
@@ -402,14 +449,96 @@ class TiktokenCounter(CachingCounter):
                 tokens = self._tokens(text[len(text) - span :] if tail else text[:span])
             if tokens is None:
                 return None
+            start = len(text) - span if tail else 0
             if len(tokens) > n + (1 if tail else 0):
-                if tail:
-                    # The window's first token may be a fragment; the last n are whole.
-                    return len(text) - span + self._offset(tokens, len(tokens) - n)
-                return self._offset(tokens, n)
-            if span == len(text):
-                return 0 if tail else len(text)
-            span *= 2
+                # The tail window's first token may be a fragment; the last n are whole.
+                k = len(tokens) - n if tail else n
+                at = start + self._offset(tokens, k)
+            elif span == len(text):
+                k, at = (0, 0) if tail else (len(tokens), len(text))
+            else:
+                span *= 2
+                continue
+            self._windows[tail] = (text, tokens, start, k, at)
+            return at
+
+    def count_cut(self, text: str, a: int, b: int, marker: str) -> int | None:
+        """What ``text[:a] + marker + text[b:]`` counts, ``a`` and ``b`` being the edges the
+        last :meth:`head_end` and :meth:`tail_start` of ``text`` answered; None when it cannot
+        be told without encoding the cut whole.
+
+        The windows read to find the edges hold the tokens of the kept head and tail already.
+        A line start (a newline, then a character that is neither whitespace nor ``/``) is a
+        boundary of the pre-tokeniser of the cl100k patterns: no piece spans a newline and a
+        visible character after it, and nothing before it depends on what follows. Pieces,
+        and so tokens, before the last line start of the head and after the first line start
+        of the tail are then those of the windows, and only what lies between (about a line
+        at each end, and the marker) is encoded: exactly the count of the whole cut."""
+        # The windows are read once: a counter holds no text after the cut it was read for.
+        heads, tails = self._windows.pop(False, None), self._windows.pop(True, None)
+        if not self._lines_split or not 0 <= a <= b <= len(text):
+            return None
+        head = 0
+        p: int | None = 0
+        if a > 0:
+            window = heads
+            if window is None or window[0] is not text or window[4] != a:
+                return None
+            p = _line_start(text, a - 1, back=True)
+            if p is None:
+                return None
+            found = self._walk(window[1], window[3], text[p:a], back=True)
+            if found is None:
+                return None
+            head = found
+        tail = 0
+        q = len(text)
+        if b < len(text):
+            window = tails
+            if window is None or window[0] is not text or window[4] != b:
+                return None
+            q_found = _line_start(text, b, back=False)
+            if q_found is None:
+                return None
+            q = q_found
+            found = self._walk(window[1], window[3], text[b:q], back=False)
+            if found is None:
+                return None
+            tail = len(window[1]) - found
+        middle = text[p:a] + marker + text[b:q]
+        if len(middle) >= self.max_run and _long_runs(middle, self.max_run):
+            return None  # counted in pieces, not as one encoding would
+        panics = self.panics
+        n = self.count_text(middle)
+        return head + n + tail if self.panics == panics else None
+
+    def _walk(self, tokens: list[int], k: int, span: str, *, back: bool) -> int | None:
+        """Where ``span`` ends in ``tokens``, counted in tokens from token ``k`` (where the text
+        ``span`` is next to starts): walking back, the index of the token ``span`` starts
+        with; walking forward, the index after the token it ends with. None when no token
+        boundary falls exactly there (then the line start was no boundary: the caller encodes
+        the cut whole), or when token ``k`` starts inside a character."""
+        try:
+            need = len(span.encode("utf-8"))
+        except UnicodeEncodeError:
+            return None  # lone surrogates: tiktoken read other bytes
+        token_bytes = self._encoding.decode_single_token_bytes
+        if k < len(tokens) and 0x80 <= token_bytes(tokens[k])[0] < 0xC0:
+            return None
+        got = 0
+        j = k
+        while got < need:
+            if back:
+                j -= 1
+                if j < 0:
+                    return None
+                got += len(token_bytes(tokens[j]))
+            else:
+                if j >= len(tokens):
+                    return None
+                got += len(token_bytes(tokens[j]))
+                j += 1
+        return j if got == need else None
 
     def head_end(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
         return self._edge(text, n, tail=False, known=tokens)

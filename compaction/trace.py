@@ -91,6 +91,7 @@ def cut_counted(
     tail_start = getattr(counter, "tail_start", None)
     # Ours take the text's count, to read a window sized from its density.
     sized = isinstance(counter, CachingCounter)
+    count_cut = getattr(counter, "count_cut", None) if sized else None
     for _ in range(6):
         a = b = None
         if head_end is not None and tail_start is not None:
@@ -102,10 +103,15 @@ def cut_counted(
         if a is None or b is None or a > b:
             kept = min(len(text) - 1, len(text) * room // max(tokens, 1))
             a, b = kept - kept // 2, len(text) - kept // 2
-        candidate = text[:a] + marker.format(cut=b - a, ref=ref) + text[b:]
-        # Nothing kept: the candidate is the marker alone, the very text just counted.
-        whole = a == 0 and b == len(text)
-        cost = marker_tokens if whole else counter.count_text(candidate)
+        middle = marker.format(cut=b - a, ref=ref)
+        candidate = text[:a] + middle + text[b:]
+        cost = None
+        if a == 0 and b == len(text):
+            cost = marker_tokens  # nothing kept: the marker alone, the very text just counted
+        elif count_cut is not None:
+            cost = count_cut(text, a, b, middle)  # from the windows the edges just read
+        if cost is None:
+            cost = counter.count_text(candidate)
         if cost <= want or room == 0:
             return (candidate, cost) if cost < tokens and len(candidate) < len(text) else None
         room = max(room - (cost - want) - 1, 0)
