@@ -140,9 +140,7 @@ LINE = st.sampled_from(
     sized=st.booleans(),
     marker=st.sampled_from(["\n[… 5 cut; recall id sha1:0 …]\n", "[…5 cut…]", "", "/x\n"]),
 )
-def test_a_cut_counted_from_its_windows_is_what_encoding_it_gives(
-    lines, head, tail, sized, marker
-):
+def test_a_cut_counted_from_its_windows_is_what_encoding_it_gives(lines, head, tail, sized, marker):
     text = "\n".join(lines)
     counter = TiktokenCounter()
     known = counter.count_text(text) if sized else None
