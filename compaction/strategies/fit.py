@@ -225,6 +225,7 @@ class Fit(Strategy):
         inner = range(t.system_end, len(out))
         sizes: dict[int, int] = {}
         known = _Known(counter)
+        tried: set[tuple[int, int, str, int]] = set()
 
         def text_tokens(i: int) -> int:
             if i not in sizes:
@@ -290,6 +291,13 @@ class Fit(Strategy):
                         want = max(before - need, least)
                         if want >= before:
                             continue
+                        # The same cut asked again (the task and the newest output keep their
+                        # marker and floor in every pass) gives what it gave: no smaller than
+                        # the message is now.
+                        key = (i, want, mark_with, least)
+                        if key in tried:
+                            continue
+                        tried.add(key)
                         # Always cut from the message as it came in: a tighter pass re-cuts
                         # the original with its shorter marker, never a cut (and its marker).
                         new = self._shrink(
