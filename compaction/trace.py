@@ -17,7 +17,7 @@ from .facts import MAX_COMMAND_CHARS, error_names, failing_tests, paths_in
 from .ledger import MAX_FACTS, Ledger, ledger_of
 from .messages import Message
 from .note import MAX_NOTE_CHARS, MIN_NOTE_CHARS, ledger_text
-from .tokens import CachingCounter, TokenCounter
+from .tokens import ApproximateCounter, CachingCounter, TiktokenCounter, TokenCounter
 from .transcript import is_note, mark, message_ref, provenance
 
 #: The round-2 name of the ledger.
@@ -44,6 +44,19 @@ __all__ = [
 #: Where a text was cut in its middle. ``{cut}``: characters cut; ``{ref}``: the recall id of
 #: the original message (a session's ``recall`` gives it back whole).
 CUT_MARKER: Final = "\n[… {cut:,} characters cut to fit the context window; recall id {ref} …]\n"
+
+
+#: The edges that take a text's known count (``tokens=``).
+_SIZED: Final = frozenset(
+    {
+        CachingCounter.head_end,
+        CachingCounter.tail_start,
+        ApproximateCounter.head_end,
+        ApproximateCounter.tail_start,
+        TiktokenCounter.head_end,
+        TiktokenCounter.tail_start,
+    }
+)
 
 
 def cut_middle(
@@ -89,8 +102,10 @@ def cut_counted(
     room = max(want - marker_tokens, 0)
     head_end = getattr(counter, "head_end", None)
     tail_start = getattr(counter, "tail_start", None)
-    # Ours take the text's count, to read a window sized from its density.
-    sized = isinstance(counter, CachingCounter)
+    # Our edges take the text's count, to read a window sized from its density (a counter of
+    # someone else's, or a subclass with edges of its own, is asked as the protocol says).
+    edges = (getattr(type(counter), "head_end", None), getattr(type(counter), "tail_start", None))
+    sized = edges[0] in _SIZED and edges[1] in _SIZED
     count_cut = getattr(counter, "count_cut", None) if sized else None
     for _ in range(6):
         a = b = None

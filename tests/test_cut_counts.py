@@ -152,3 +152,20 @@ def test_a_cut_counted_from_its_windows_is_what_encoding_it_gives(lines, head, t
     counted = counter.count_cut(text, a, b, marker)
     if counted is not None:
         assert counted == TiktokenCounter().count_text(text[:a] + marker + text[b:])
+
+
+class OldEdges(TiktokenCounter):
+    """A counter written against the protocol's edges (no ``tokens=``): still asked right."""
+
+    def head_end(self, text: str, n: int) -> int | None:  # type: ignore[override]
+        return super().head_end(text, n)
+
+    def tail_start(self, text: str, n: int) -> int | None:  # type: ignore[override]
+        return super().tail_start(text, n)
+
+
+def test_a_counter_with_edges_of_its_own_is_asked_as_the_protocol_says():
+    text = "".join(f"line {i}: value={i * 7} ok\n" for i in range(500))
+    found = cut_counted(text, 200, "sha1:0", OldEdges())
+    assert found is not None
+    assert found[1] == TiktokenCounter().count_text(found[0]) <= 200
