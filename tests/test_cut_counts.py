@@ -169,3 +169,32 @@ def test_a_counter_with_edges_of_its_own_is_asked_as_the_protocol_says():
     found = cut_counted(text, 200, "sha1:0", OldEdges())
     assert found is not None
     assert found[1] == TiktokenCounter().count_text(found[0]) <= 200
+
+
+ARGS = st.recursive(
+    st.text(alphabet=st.sampled_from(list('ab \n"\\/é日0')), max_size=300),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from("kxyz"), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    args=ARGS | st.text(max_size=300).map(lambda t: "{" + t),  # JSON, or not JSON at all
+    need=st.integers(0, 300),
+    least=st.sampled_from([0, 4, 24]),
+    marker=st.sampled_from(["\n[… {cut:,} cut; recall id {ref} …]\n", "[…{cut:,} cut…]", ""]),
+)
+def test_a_call_cut_to_its_floor_gives_the_same_call_however_much_more_is_needed(
+    args, need, least, marker
+):
+    from compaction.strategies._fit_args import shrink_call
+
+    arguments = args if isinstance(args, str) and args.startswith("{") else json.dumps(args)
+    call = ToolCall("c1", "Write", arguments)
+    counter = TiktokenCounter()
+    shrunk, _, floored = shrink_call(call, need, "sha1:0", counter, marker, least, 0.3)
+    if floored:
+        # what lets the last resort stop tightening a call once every value is at its floor
+        more, _, still = shrink_call(call, need * 2 + 500, "sha1:0", counter, marker, least, 0.3)
+        assert more == shrunk and still

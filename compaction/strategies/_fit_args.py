@@ -100,36 +100,47 @@ def shrink_call(
     least: int,
     density: float,
     seen: dict[str, int] | None = None,
-) -> tuple[ToolCall, int]:
+) -> tuple[ToolCall, int, bool]:
     """``call`` with its longest string values cut in the middle by about ``need`` tokens in
     all, wherever they sit in the arguments (nested objects, lists: the JSON stays valid), or
-    its arguments cut as text when they are not JSON; and what is still needed after it.
-    ``density`` (tokens per character of the arguments) sizes the large values; ``seen``
-    remembers the counts of short texts for the caller's next tries."""
-    if need <= 0 or not call.arguments:
-        return call, need
+    its arguments cut as text when they are not JSON; what is still needed after it; and
+    whether every value was cut to its floor (``least``), so that needing more gives the
+    same call (the caller stops tightening). ``density`` (tokens per character of the
+    arguments) sizes the large values; ``seen`` remembers the counts of short texts for the
+    caller's next tries."""
+    if not call.arguments:
+        return call, need, True
+    if need <= 0:
+        return call, need, False
     try:
         args = json.loads(call.arguments)
     except ValueError:
         tokens = _tokens(call.arguments, counter, density, seen)
+        floored = tokens - need <= least
         cut = cut_middle(
             call.arguments, max(tokens - need, least), ref, counter, marker, tokens=tokens
         )
         if cut is None:
-            return call, need
-        return ToolCall(call.id, call.name, cut), need - (tokens - counter.count_text(cut))
+            return call, need, floored
+        left = need - (tokens - counter.count_text(cut))
+        return ToolCall(call.id, call.name, cut), left, floored
     changed = False
+    floored = True
     for path, value in sorted(_leaves(args), key=lambda item: -len(item[1])):
-        if need <= 0 or len(value) < 2:
+        if len(value) < 2:
+            break  # the rest are as short: no need cuts them
+        if need <= 0:
+            floored = False  # a value left whole that more need would cut
             break
         # Sized as it stands in the JSON (escapes and quotes count too), so that the cuts
         # together save what is needed, not a token per escaped character less.
         tokens = _tokens(json.dumps(value, ensure_ascii=False), counter, density, seen)
+        floored = floored and tokens - need <= least
         found = _cut_leaf(value, max(tokens - need, least), ref, counter, marker, tokens, seen)
         if found is not None:
             need -= tokens - found[1]
             args = _put(args, path, found[0])
             changed = True
     if not changed:
-        return call, need
-    return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need
+        return call, need, floored
+    return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need, floored

@@ -162,15 +162,16 @@ class Fit(Strategy):
             density = max(current - text_tokens, 1) / max(chars, 1)
             cut_so_far = new
             for _ in range(3):
-                left, calls = need, []
+                left, calls, floored = need, [], True
                 for call in message.tool_calls:
-                    shrunk, left = shrink_call(
+                    shrunk, left, at_floor = shrink_call(
                         call, left, ref, counter, marker, least, density, known.texts
                     )
                     calls.append(shrunk)
+                    floored = floored and at_floor
                 new = cut_so_far.replace(tool_calls=tuple(calls))
-                if new == cut_so_far:
-                    break  # no argument could give: counting it again changes nothing
+                if new == cut_so_far or floored:
+                    break  # counting it again, or needing more, changes nothing
                 missed = _count(counter, new, cut_tokens) - want
                 if missed <= 0:
                     break
