@@ -53,8 +53,9 @@ class TokenCounter(Protocol):
 #: The short texts (names, small tool-call arguments) a counter remembers while it learns the
 #: counts of cuts: how many, and up to what length.
 _AGAIN_TEXTS = 1_024
-_ref = weakref.ref
 _AGAIN_CHARS = 512
+
+_ref = weakref.ref
 
 
 class CachingCounter:
@@ -231,8 +232,9 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 _WHITESPACE = re.compile(r"\s*")
 
 #: How many texts read whole by a cut a counter keeps the encoding of, and up to what size
-#: (a bound on what the counter holds: a few hundred kilobytes of tokens at most).
+#: (a bound on what the counter holds: about a hundred kilobytes of text at most).
 _WHOLE_TEXTS = 16
+_WHOLE_CHARS = 8_192
 #: The pre-tokeniser patterns of cl100k (tiktoken's older and newer spelling) in which a line
 #: start is always a piece boundary (see :meth:`TiktokenCounter.count_cut`).
 _LINES_SPLIT = frozenset(
@@ -273,7 +275,6 @@ def _line_start(text: str, at: int, *, back: bool) -> int | None:
 
 #: How much wider than the text's average density says a window around a cut is read.
 _WINDOW_SLACK = 1.25
-_WHOLE_CHARS = 32_768
 
 
 def _long_runs(text: str, least: int) -> list[tuple[int, int]]:
