@@ -50,6 +50,14 @@ class TokenCounter(Protocol):
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int: ...
 
 
+#: The short texts (names, small tool-call arguments) a counter remembers while it learns the
+#: counts of cuts: how many, and up to what length.
+_AGAIN_TEXTS = 1_024
+_AGAIN_CHARS = 512
+
+_ref = weakref.ref
+
+
 class CachingCounter:
     """Base for counters: the envelope arithmetic and the per-message cache.
 
@@ -69,16 +77,27 @@ class CachingCounter:
         # Weak keys: the cache never keeps a conversation alive after the agent dropped it.
         # Frozen messages hash by value (cached), so an equal message shares its count.
         self._cache: weakref.WeakKeyDictionary[Message, int] = weakref.WeakKeyDictionary()
+        # Its own dict, keyed by weak references: a hit is looked up there directly, as the
+        # mapping itself would (``data[ref(key)]``), without a Python call per count.
+        self._hits: dict[weakref.ref[Message], int] = self._cache.data  # type: ignore[attr-defined]
         self.encoded = 0  # messages actually encoded: what the benchmarks and tests watch
+        self._again: dict[str, int] = {}  # see _count_again
 
     def count_text(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _measure(self, message: Message) -> int:
+    def _measure(self, message: Message, text_tokens: int | None = None) -> int:
         if message.tokens is not None:
             return message.tokens
-        self.encoded += 1
-        total = self.per_message + self.count_text(message.content)
+        count_text = self.count_text
+        if text_tokens is None:
+            self.encoded += 1
+            text_tokens = count_text(message.content)
+        else:
+            # A cut is counted again and again (each pass of the last resort, each tightening
+            # of its tool calls) with the same names and often the same arguments.
+            count_text = self._count_again
+        total = self.per_message + text_tokens
         meta = message.meta
         if meta and (
             "openai" in meta or "anthropic" in meta or "responses" in meta or "media" in meta
@@ -90,22 +109,48 @@ class CachingCounter:
 
             total += media_tokens(meta, message.content, self.count_text)
         if message.name:
-            total += self.per_name + self.count_text(message.name)
+            total += self.per_name + count_text(message.name)
         for call in message.tool_calls:
-            total += (
-                self.per_tool_call + self.count_text(call.name) + self.count_text(call.arguments)
-            )
+            total += self.per_tool_call + count_text(call.name) + count_text(call.arguments)
         return total
+
+    def _count_again(self, text: str) -> int:
+        """:meth:`count_text`, remembering short texts (names, small arguments) for the
+        counts :meth:`learn` makes: a bounded few, held by this counter only."""
+        if len(text) > _AGAIN_CHARS:
+            return self.count_text(text)
+        again = self._again
+        n = again.get(text)
+        if n is None:
+            if len(again) >= _AGAIN_TEXTS:
+                again.clear()
+            n = again[text] = self.count_text(text)
+        return n
 
     def count(self, message: Message) -> int:
         """Tokens ``message`` costs in a request; encoded at most once per counter."""
-        cache = self._cache
         try:
-            return cache[message]
+            return self._hits[_ref(message)]
         except KeyError:
             pass
         n = self._measure(message)
-        cache[message] = n
+        self._cache[message] = n
+        return n
+
+    def learn(self, message: Message, text_tokens: int) -> int:
+        """Tokens ``message`` costs, when its content is known to count ``text_tokens``.
+
+        A layer that cuts a text encodes the cut to check it, then builds the cut message and
+        counts it: without this, that count would encode the same text again. The caller
+        vouches that ``text_tokens`` is what :meth:`count_text` gives for the content (it just
+        encoded exactly that text); the rest (envelope, name, tool calls, media) is measured as
+        :meth:`count` measures it, so the count recorded is the one ``count`` would give."""
+        try:
+            return self._hits[_ref(message)]
+        except KeyError:
+            pass
+        n = self._measure(message, text_tokens)
+        self._cache[message] = n
         return n
 
     def count_messages(self, messages: Iterable[Message]) -> int:
@@ -113,14 +158,15 @@ class CachingCounter:
         count = self.count
         return sum(count(m) for m in messages)
 
-    def head_end(self, text: str, n: int) -> int | None:
+    def head_end(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
         """Where the first ``n`` tokens of ``text`` end (a character offset), or None when
         this counter cannot tell without counting candidates (a cut then estimates from the
         text's density and checks). A cut in the middle of a long text is found from one
-        encoding of the part kept, never by re-encoding the whole text per guess."""
+        encoding of the part kept, never by re-encoding the whole text per guess.
+        ``tokens``, what ``text`` counts when the caller knows it, sizes what is read."""
         return None
 
-    def tail_start(self, text: str, n: int) -> int | None:
+    def tail_start(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
         """Where the last ``n`` tokens of ``text`` start (a character offset), or None (see
         :meth:`head_end`)."""
         return None
@@ -152,11 +198,11 @@ class ApproximateCounter(CachingCounter):
     def count_text(self, text: str) -> int:
         return math.ceil(len(text) / self.chars_per_token) if text else 0
 
-    def head_end(self, text: str, n: int) -> int:
+    def head_end(self, text: str, n: int, *, tokens: int | None = None) -> int:
         # ceil(k / cpt) <= n exactly when k <= n * cpt: arithmetic, nothing to encode.
         return min(len(text), max(math.floor(n * self.chars_per_token), 0))
 
-    def tail_start(self, text: str, n: int) -> int:
+    def tail_start(self, text: str, n: int, *, tokens: int | None = None) -> int:
         return len(text) - self.head_end(text, n)
 
     def __repr__(self) -> str:
@@ -184,6 +230,51 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 _WHITESPACE = re.compile(r"\s*")
+
+#: How many texts read whole by a cut a counter keeps the encoding of, and up to what size
+#: (a bound on what the counter holds: about a hundred kilobytes of text at most).
+_WHOLE_TEXTS = 16
+_WHOLE_CHARS = 8_192
+#: The pre-tokeniser patterns of cl100k (tiktoken's older and newer spelling) in which a line
+#: start is always a piece boundary (see :meth:`TiktokenCounter.count_cut`).
+_LINES_SPLIT = frozenset(
+    {
+        r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"""
+        r""" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+        r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    }
+)
+#: How far from a cut's edge the line start it is counted from may be.
+_LINE_REACH = 4_096
+
+
+def _line_start(text: str, at: int, *, back: bool) -> int | None:
+    """A line start of ``text`` (see :meth:`TiktokenCounter.count_cut`) at or before ``at``
+    (``back``) or after ``at`` (its newline at or after ``at``); the start or the end of the
+    text when there is none but it is near; None when neither is within reach."""
+    edge = at
+    for _ in range(8):
+        if back:
+            newline = text.rfind("\n", max(0, at - _LINE_REACH), at)
+        else:
+            newline = text.find("\n", at, at + _LINE_REACH)
+        if newline < 0:
+            break
+        start = newline + 1
+        if start == len(text):
+            return start
+        first = text[start]
+        if not first.isspace() and first != "/":
+            return start
+        at = newline if back else start
+    if back:
+        return 0 if edge <= _LINE_REACH else None
+    return len(text) if len(text) - edge <= _LINE_REACH else None
+
+
+#: How much wider than the text's average density says a window around a cut is read.
+_WINDOW_SLACK = 1.25
 
 
 def _long_runs(text: str, least: int) -> list[tuple[int, int]]:
@@ -274,6 +365,17 @@ class TiktokenCounter(CachingCounter):
         self.max_run = MAX_WHITESPACE_RUN
         #: Texts that tiktoken panicked on and were counted in pieces instead.
         self.panics = 0
+        # The encodings of the last few texts a cut read whole (see :meth:`_whole`).
+        self._wholes: dict[str, list[int] | None] = {}
+        # The window each edge last read, for :meth:`count_cut`: the text, its tokens, where
+        # the window starts, the token at the edge and that token's character offset.
+        self._windows: dict[bool, tuple[str, list[int], int, int, int]] = {}
+        # Whether a line start is a boundary of this encoding's pre-tokeniser (see count_cut),
+        # and the counts are tiktoken's own (a subclass may count text otherwise).
+        self._lines_split = (
+            self._encoding._pat_str in _LINES_SPLIT
+            and type(self).count_text is TiktokenCounter.count_text
+        )
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text``; never raises, whatever the text (lone surrogates included)."""
@@ -313,32 +415,137 @@ class TiktokenCounter(CachingCounter):
         first = self._encoding.decode_single_token_bytes(tokens[k])[0]
         return max(0, chars - (0x80 <= first < 0xC0))
 
-    def _edge(self, text: str, n: int, *, tail: bool) -> int | None:
+    def _whole(self, text: str) -> list[int] | None:
+        """The tokens of ``text`` (see :meth:`_tokens`), for a window that is the whole text.
+
+        A short text is read whole by both of its edges, by every candidate of one cut, and by
+        every pass of a layer that re-cuts the same original (the last resort does, each pass
+        tighter): it is encoded once. Only a few texts of bounded size are kept, by the
+        counter (one run's state), never between counters."""
+        wholes = self._wholes
+        if text in wholes:
+            return wholes[text]
+        tokens = self._tokens(text)
+        if len(text) <= _WHOLE_CHARS:
+            if len(wholes) >= _WHOLE_TEXTS:
+                wholes.pop(next(iter(wholes)), None)  # the oldest: a cut re-reads what it read
+            wholes[text] = tokens
+        return tokens
+
+    def _edge(self, text: str, n: int, *, tail: bool, known: int | None) -> int | None:
         if n <= 0:
             return len(text) if tail else 0
         # Encode only a window a little wider than ``n`` tokens from the edge (doubled while
-        # it holds fewer): the cost follows what is kept, not the size of the text.
+        # it holds fewer): the cost follows what is kept, not the size of the text. Sized from
+        # the text's own density when its count is known (a quarter more, for a head denser
+        # than the rest), else for six characters a token (few texts are sparser).
         span = n * 6 + 64
+        if known:
+            span = min(span, math.ceil(n * len(text) / known * _WINDOW_SLACK) + 64)
         while True:
             span = min(span, len(text))
-            piece = text[len(text) - span :] if tail else text[:span]
-            tokens = self._tokens(piece)
+            if span == len(text):
+                tokens = self._whole(text)
+            else:
+                tokens = self._tokens(text[len(text) - span :] if tail else text[:span])
             if tokens is None:
                 return None
+            start = len(text) - span if tail else 0
             if len(tokens) > n + (1 if tail else 0):
-                if tail:
-                    # The window's first token may be a fragment; the last n are whole.
-                    return len(text) - span + self._offset(tokens, len(tokens) - n)
-                return self._offset(tokens, n)
-            if span == len(text):
-                return 0 if tail else len(text)
-            span *= 2
+                # The tail window's first token may be a fragment; the last n are whole.
+                k = len(tokens) - n if tail else n
+                at = start + self._offset(tokens, k)
+            elif span == len(text):
+                k, at = (0, 0) if tail else (len(tokens), len(text))
+            else:
+                span *= 2
+                continue
+            self._windows[tail] = (text, tokens, start, k, at)
+            return at
 
-    def head_end(self, text: str, n: int) -> int | None:
-        return self._edge(text, n, tail=False)
+    def count_cut(self, text: str, a: int, b: int, marker: str) -> int | None:
+        """What ``text[:a] + marker + text[b:]`` counts, ``a`` and ``b`` being the edges the
+        last :meth:`head_end` and :meth:`tail_start` of ``text`` answered; None when it cannot
+        be told without encoding the cut whole.
 
-    def tail_start(self, text: str, n: int) -> int | None:
-        return self._edge(text, n, tail=True)
+        The windows read to find the edges hold the tokens of the kept head and tail already.
+        A line start (a newline, then a character that is neither whitespace nor ``/``) is a
+        boundary of the pre-tokeniser of the cl100k patterns: no piece spans a newline and a
+        visible character after it, and nothing before it depends on what follows. Pieces,
+        and so tokens, before the last line start of the head and after the first line start
+        of the tail are then those of the windows, and only what lies between (about a line
+        at each end, and the marker) is encoded: exactly the count of the whole cut."""
+        # The windows are read once: a counter holds no text after the cut it was read for.
+        heads, tails = self._windows.pop(False, None), self._windows.pop(True, None)
+        if not self._lines_split or not 0 <= a <= b <= len(text):
+            return None
+        head = 0
+        p: int | None = 0
+        if a > 0:
+            window = heads
+            if window is None or window[0] is not text or window[4] != a:
+                return None
+            p = _line_start(text, a - 1, back=True)
+            if p is None:
+                return None
+            found = self._walk(window[1], window[3], text[p:a], back=True)
+            if found is None:
+                return None
+            head = found
+        tail = 0
+        q = len(text)
+        if b < len(text):
+            window = tails
+            if window is None or window[0] is not text or window[4] != b:
+                return None
+            q_found = _line_start(text, b, back=False)
+            if q_found is None:
+                return None
+            q = q_found
+            found = self._walk(window[1], window[3], text[b:q], back=False)
+            if found is None:
+                return None
+            tail = len(window[1]) - found
+        middle = text[p:a] + marker + text[b:q]
+        if len(middle) >= self.max_run and _long_runs(middle, self.max_run):
+            return None  # counted in pieces, not as one encoding would
+        panics = self.panics
+        n = self.count_text(middle)
+        return head + n + tail if self.panics == panics else None
+
+    def _walk(self, tokens: list[int], k: int, span: str, *, back: bool) -> int | None:
+        """Where ``span`` ends in ``tokens``, counted in tokens from token ``k`` (where the text
+        ``span`` is next to starts): walking back, the index of the token ``span`` starts
+        with; walking forward, the index after the token it ends with. None when no token
+        boundary falls exactly there (then the line start was no boundary: the caller encodes
+        the cut whole), or when token ``k`` starts inside a character."""
+        try:
+            need = len(span.encode("utf-8"))
+        except UnicodeEncodeError:
+            return None  # lone surrogates: tiktoken read other bytes
+        token_bytes = self._encoding.decode_single_token_bytes
+        if k < len(tokens) and 0x80 <= token_bytes(tokens[k])[0] < 0xC0:
+            return None
+        got = 0
+        j = k
+        while got < need:
+            if back:
+                j -= 1
+                if j < 0:
+                    return None
+                got += len(token_bytes(tokens[j]))
+            else:
+                if j >= len(tokens):
+                    return None
+                got += len(token_bytes(tokens[j]))
+                j += 1
+        return j if got == need else None
+
+    def head_end(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
+        return self._edge(text, n, tail=False, known=tokens)
+
+    def tail_start(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
+        return self._edge(text, n, tail=True, known=tokens)
 
     def _encode_safely(self, text: str) -> int:
         if not text:

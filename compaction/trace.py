@@ -17,7 +17,7 @@ from .facts import MAX_COMMAND_CHARS, error_names, failing_tests, paths_in
 from .ledger import MAX_FACTS, Ledger, ledger_of
 from .messages import Message
 from .note import MAX_NOTE_CHARS, MIN_NOTE_CHARS, ledger_text
-from .tokens import TokenCounter
+from .tokens import ApproximateCounter, CachingCounter, TiktokenCounter, TokenCounter
 from .transcript import is_note, mark, message_ref, provenance
 
 #: The round-2 name of the ledger.
@@ -31,6 +31,7 @@ __all__ = [
     "MIN_NOTE_CHARS",
     "Facts",
     "Memo",
+    "cut_counted",
     "cut_message",
     "cut_middle",
     "error_names",
@@ -43,6 +44,19 @@ __all__ = [
 #: Where a text was cut in its middle. ``{cut}``: characters cut; ``{ref}``: the recall id of
 #: the original message (a session's ``recall`` gives it back whole).
 CUT_MARKER: Final = "\n[… {cut:,} characters cut to fit the context window; recall id {ref} …]\n"
+
+
+#: The edges that take a text's known count (``tokens=``).
+_SIZED: Final = frozenset(
+    {
+        CachingCounter.head_end,
+        CachingCounter.tail_start,
+        ApproximateCounter.head_end,
+        ApproximateCounter.tail_start,
+        TiktokenCounter.head_end,
+        TiktokenCounter.tail_start,
+    }
+)
 
 
 def cut_middle(
@@ -62,24 +76,59 @@ def cut_middle(
     ``tail_start``: one encoding of the part kept, whatever the size of the text); otherwise
     the cut is sized from the text's own density. Either way only the shorter candidate is
     counted, a bounded few times."""
+    found = cut_counted(text, want, ref, counter, marker, tokens=tokens)
+    return None if found is None else found[0]
+
+
+def cut_counted(
+    text: str,
+    want: int,
+    ref: str,
+    counter: TokenCounter,
+    marker: str = CUT_MARKER,
+    *,
+    tokens: int | None = None,
+    marker_tokens: int | None = None,
+) -> tuple[str, int] | None:
+    """:func:`cut_middle`, with what the cut counts: the cut was encoded whole to check it,
+    and a caller that counts it again (or the message made of it) would encode it twice.
+    ``marker_tokens`` is what the formatted marker counts, when the caller knows it."""
     if tokens is None:
         tokens = counter.count_text(text)
     if tokens <= want or len(text) < 2:
         return None
-    room = max(want - counter.count_text(marker.format(cut=len(text), ref=ref)), 0)
+    if marker_tokens is None:
+        marker_tokens = counter.count_text(marker.format(cut=len(text), ref=ref))
+    room = max(want - marker_tokens, 0)
     head_end = getattr(counter, "head_end", None)
     tail_start = getattr(counter, "tail_start", None)
+    # Our edges take the text's count, to read a window sized from its density (a counter of
+    # someone else's, or a subclass with edges of its own, is asked as the protocol says).
+    edges = (getattr(type(counter), "head_end", None), getattr(type(counter), "tail_start", None))
+    sized = edges[0] in _SIZED and edges[1] in _SIZED
+    count_cut = getattr(counter, "count_cut", None) if sized else None
     for _ in range(6):
         a = b = None
         if head_end is not None and tail_start is not None:
-            a, b = head_end(text, room - room // 2), tail_start(text, room // 2)
+            if sized:
+                a = head_end(text, room - room // 2, tokens=tokens)
+                b = tail_start(text, room // 2, tokens=tokens)
+            else:
+                a, b = head_end(text, room - room // 2), tail_start(text, room // 2)
         if a is None or b is None or a > b:
             kept = min(len(text) - 1, len(text) * room // max(tokens, 1))
             a, b = kept - kept // 2, len(text) - kept // 2
-        candidate = text[:a] + marker.format(cut=b - a, ref=ref) + text[b:]
-        cost = counter.count_text(candidate)
+        middle = marker.format(cut=b - a, ref=ref)
+        candidate = text[:a] + middle + text[b:]
+        cost = None
+        if a == 0 and b == len(text):
+            cost = marker_tokens  # nothing kept: the marker alone, the very text just counted
+        elif count_cut is not None:
+            cost = count_cut(text, a, b, middle)  # from the windows the edges just read
+        if cost is None:
+            cost = counter.count_text(candidate)
         if cost <= want or room == 0:
-            return candidate if cost < tokens and len(candidate) < len(text) else None
+            return (candidate, cost) if cost < tokens and len(candidate) < len(text) else None
         room = max(room - (cost - want) - 1, 0)
     return None
 
@@ -126,13 +175,14 @@ def cut_message(
     ref = str(earlier[0]) if earlier else message_ref(message)
     # A message with a known token count (``tokens``) says nothing of its text's density.
     known = max(size - overhead, 1) if message.tokens is None else None
-    text = cut_middle(
+    found = cut_counted(
         message.content, want, ref, counter, marker=_marker(message.content), tokens=known
     )
-    if text is None:
+    if found is None:
         return None
+    text, text_tokens = found
     original = original_chars(message)
-    return mark(
+    cut = mark(
         message.replace(content=text),
         strategy=strategy,
         kind="truncated",
@@ -140,6 +190,12 @@ def cut_message(
         original_chars=original,
         kept_chars=len(text),
     )
+    # The caller counts the cut next (it must fit): its text was just encoded, so the counter
+    # learns the count instead of encoding the text a second time.
+    learn = getattr(counter, "learn", None)
+    if learn is not None:
+        learn(cut, text_tokens)
+    return cut
 
 
 def facts_of(messages: Sequence[Message], cache: dict[int, Ledger] | None = None) -> Ledger:

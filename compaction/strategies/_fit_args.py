@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from ..messages import ToolCall
 from ..tokens import TokenCounter
-from ..trace import cut_middle
+from ..trace import cut_counted, cut_middle
 
 __all__ = ["shrink_call"]
 
@@ -44,30 +44,51 @@ def _put(value: Any, path: tuple[Any, ...], leaf: str) -> Any:
 _ESTIMATE_FROM: Final = 8_192
 
 
-def _tokens(text: str, counter: TokenCounter, density: float) -> int:
-    if len(text) < _ESTIMATE_FROM:
+def _count(text: str, counter: TokenCounter, seen: dict[str, int] | None) -> int:
+    """What ``text`` counts; remembered in ``seen`` (one rewrite's), since the last resort
+    sizes the same values and markers pass after pass, and each tightening of a call again."""
+    if seen is None or len(text) >= _ESTIMATE_FROM:
         return counter.count_text(text)
+    n = seen.get(text)
+    if n is None:
+        n = seen[text] = counter.count_text(text)
+    return n
+
+
+def _tokens(
+    text: str, counter: TokenCounter, density: float, seen: dict[str, int] | None = None
+) -> int:
+    if len(text) < _ESTIMATE_FROM:
+        return _count(text, counter, seen)
     return max(math.ceil(len(text) * density), 1)
 
 
 def _cut_leaf(
-    value: str, want: int, ref: str, counter: TokenCounter, marker: str, tokens: int
-) -> str | None:
-    """``value`` cut so that, as a JSON string, it costs about ``want`` tokens: the cut is of
-    the raw text, and escapes (a newline is two characters in JSON) make it dearer, so a cut
-    that came out over is tightened by the excess (a bounded few times, each on the kept
-    part only)."""
+    value: str,
+    want: int,
+    ref: str,
+    counter: TokenCounter,
+    marker: str,
+    tokens: int,
+    seen: dict[str, int] | None = None,
+) -> tuple[str, int] | None:
+    """``value`` cut so that, as a JSON string, it costs about ``want`` tokens, and what the
+    cut costs as a JSON string: the cut is of the raw text, and escapes (a newline is two
+    characters in JSON) make it dearer, so a cut that came out over is tightened by the
+    excess (a bounded few times, each on the kept part only)."""
     aim = want
-    cut = None
+    found = None
+    marks = _count(marker.format(cut=len(value), ref=ref), counter, seen)
     for _ in range(3):
-        cut = cut_middle(value, aim, ref, counter, marker, tokens=tokens)
+        cut = cut_counted(value, aim, ref, counter, marker, tokens=tokens, marker_tokens=marks)
         if cut is None:
             return None
-        over = counter.count_text(json.dumps(cut, ensure_ascii=False)) - want
+        found = cut[0], _count(json.dumps(cut[0], ensure_ascii=False), counter, seen)
+        over = found[1] - want
         if over <= 0 or aim <= 0:
             break
         aim = max(aim - over, 0)
-    return cut
+    return found
 
 
 def shrink_call(
@@ -78,35 +99,48 @@ def shrink_call(
     marker: str,
     least: int,
     density: float,
-) -> tuple[ToolCall, int]:
+    seen: dict[str, int] | None = None,
+) -> tuple[ToolCall, int, bool]:
     """``call`` with its longest string values cut in the middle by about ``need`` tokens in
     all, wherever they sit in the arguments (nested objects, lists: the JSON stays valid), or
-    its arguments cut as text when they are not JSON; and what is still needed after it.
-    ``density`` (tokens per character of the arguments) sizes the large values."""
-    if need <= 0 or not call.arguments:
-        return call, need
+    its arguments cut as text when they are not JSON; what is still needed after it; and
+    whether every value was cut to its floor (``least``), so that needing more gives the
+    same call (the caller stops tightening). ``density`` (tokens per character of the
+    arguments) sizes the large values; ``seen`` remembers the counts of short texts for the
+    caller's next tries."""
+    if not call.arguments:
+        return call, need, True
+    if need <= 0:
+        return call, need, False
     try:
         args = json.loads(call.arguments)
     except ValueError:
-        tokens = _tokens(call.arguments, counter, density)
+        tokens = _tokens(call.arguments, counter, density, seen)
+        floored = tokens - need <= least
         cut = cut_middle(
             call.arguments, max(tokens - need, least), ref, counter, marker, tokens=tokens
         )
         if cut is None:
-            return call, need
-        return ToolCall(call.id, call.name, cut), need - (tokens - counter.count_text(cut))
+            return call, need, floored
+        left = need - (tokens - counter.count_text(cut))
+        return ToolCall(call.id, call.name, cut), left, floored
     changed = False
+    floored = True
     for path, value in sorted(_leaves(args), key=lambda item: -len(item[1])):
-        if need <= 0 or len(value) < 2:
+        if len(value) < 2:
+            break  # the rest are as short: no need cuts them
+        if need <= 0:
+            floored = False  # a value left whole that more need would cut
             break
         # Sized as it stands in the JSON (escapes and quotes count too), so that the cuts
         # together save what is needed, not a token per escaped character less.
-        tokens = _tokens(json.dumps(value, ensure_ascii=False), counter, density)
-        cut = _cut_leaf(value, max(tokens - need, least), ref, counter, marker, tokens)
-        if cut is not None:
-            need -= tokens - counter.count_text(json.dumps(cut, ensure_ascii=False))
-            args = _put(args, path, cut)
+        tokens = _tokens(json.dumps(value, ensure_ascii=False), counter, density, seen)
+        floored = floored and tokens - need <= least
+        found = _cut_leaf(value, max(tokens - need, least), ref, counter, marker, tokens, seen)
+        if found is not None:
+            need -= tokens - found[1]
+            args = _put(args, path, found[0])
             changed = True
     if not changed:
-        return call, need
-    return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need
+        return call, need, floored
+    return ToolCall(call.id, call.name, json.dumps(args, ensure_ascii=False)), need, floored

@@ -47,7 +47,7 @@ from ..media import media_tokens
 from ..messages import Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..trace import CUT_MARKER, cut_middle, original_chars
+from ..trace import CUT_MARKER, cut_counted, original_chars
 from ..transcript import (
     PROVENANCE_KEY,
     Transcript,
@@ -123,6 +123,7 @@ class Fit(Strategy):
         marker: str,
         least: int,
         text_tokens: int,
+        known: _Known,
     ) -> Message | None:
         """``message`` cut to about ``want`` tokens: its content first, then the longest
         string values anywhere in its tool-call arguments (or arguments that are not JSON, as
@@ -131,16 +132,28 @@ class Fit(Strategy):
         current = counter.count(message)
         if current <= want:
             return None
-        ref = _original_ref(message)
+        ref = known.ref(message)
         new = message
         need = current - want
         text = message.content
+        # What the cut text counts: it was encoded whole to check it, so the messages made of
+        # it are counted without encoding it again (``learn``).
+        cut_tokens: int | None = None
         if text:
             goal = max(text_tokens - need, least)
-            cut = cut_middle(text, goal, ref, counter, marker, tokens=text_tokens)
-            if cut is not None:
-                new = new.replace(content=cut)
-                need -= text_tokens - counter.count_text(cut)
+            found = cut_counted(
+                text,
+                goal,
+                ref,
+                counter,
+                marker,
+                tokens=text_tokens,
+                marker_tokens=known.marker_tokens(message, marker),
+            )
+            if found is not None:
+                new = new.replace(content=found[0])
+                cut_tokens = found[1]
+                need -= text_tokens - cut_tokens
         if message.tool_calls and need > 0:
             # Tokens per character of the arguments, from the cached count: a large value is
             # sized from it instead of being encoded again. An estimate can fall short by a
@@ -149,16 +162,22 @@ class Fit(Strategy):
             density = max(current - text_tokens, 1) / max(chars, 1)
             cut_so_far = new
             for _ in range(3):
-                left, calls = need, []
+                left, calls, floored = need, [], True
                 for call in message.tool_calls:
-                    shrunk, left = shrink_call(call, left, ref, counter, marker, least, density)
+                    shrunk, left, at_floor = shrink_call(
+                        call, left, ref, counter, marker, least, density, known.texts
+                    )
                     calls.append(shrunk)
+                    floored = floored and at_floor
                 new = cut_so_far.replace(tool_calls=tuple(calls))
-                missed = counter.count(new) - want
-                if missed <= 0 or new == cut_so_far:
+                if new == cut_so_far or floored:
+                    break  # counting it again, or needing more, changes nothing
+                missed = _count(counter, new, cut_tokens) - want
+                if missed <= 0:
                     break
                 need += missed
-        if new is message:
+        if new is message or new == message:
+            # Nothing was cut (an equal copy, marked, would count at least as much).
             return None
         if is_note(message):
             # A cut note is still the note: its record (the facts a later note merges, the
@@ -180,7 +199,7 @@ class Fit(Strategy):
                 original_chars=original_chars(message),
                 kept_chars=len(new.content),
             )
-        return out if counter.count(out) < current else None
+        return out if _count(counter, out, cut_tokens) < current else None
 
     # -- the layer -----------------------------------------------------------------------------
 
@@ -206,6 +225,8 @@ class Fit(Strategy):
         newest = _newest_outputs(t)
         inner = range(t.system_end, len(out))
         sizes: dict[int, int] = {}
+        known = _Known(counter)
+        tried: set[tuple[int, int, str, int]] = set()
 
         def text_tokens(i: int) -> int:
             if i not in sizes:
@@ -267,14 +288,21 @@ class Fit(Strategy):
                             # the rest back.
                             mark_with = CUT_MARKER
                             least = max(least, self.min_tokens if i in newest else 0)
-                            least += _marker_tokens(messages[i], mark_with, counter)
+                            least += known.marker_tokens(messages[i], mark_with)
                         want = max(before - need, least)
                         if want >= before:
                             continue
+                        # The same cut asked again (the task and the newest output keep their
+                        # marker and floor in every pass) gives what it gave: no smaller than
+                        # the message is now.
+                        key = (i, want, mark_with, least)
+                        if key in tried:
+                            continue
+                        tried.add(key)
                         # Always cut from the message as it came in: a tighter pass re-cuts
                         # the original with its shorter marker, never a cut (and its marker).
                         new = self._shrink(
-                            messages[i], want, counter, mark_with, least, text_tokens(i)
+                            messages[i], want, counter, mark_with, least, text_tokens(i), known
                         )
                         if new is None or counter.count(new) >= before:
                             continue
@@ -337,11 +365,41 @@ def _was_cut(message: Message) -> bool:
     return record is not None and record.get("kind") == "truncated"
 
 
-def _marker_tokens(message: Message, marker: str, counter: TokenCounter) -> int:
-    """What ``marker`` costs in a cut of ``message``."""
-    if not marker:
-        return 0
-    return counter.count_text(marker.format(cut=len(message.content), ref=_original_ref(message)))
+class _Known:
+    """What one rewrite learns once about the messages it cuts: each pass re-cuts the same
+    originals (a tighter marker, a lower floor), and their recall ids and markers do not
+    change from pass to pass. Keyed by ``id``: the originals live for the whole rewrite."""
+
+    __slots__ = ("counter", "markers", "refs", "texts")
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.refs: dict[int, str] = {}
+        self.markers: dict[tuple[int, str], int] = {}
+        self.texts: dict[str, int] = {}  # short values of tool-call arguments, their markers
+
+    def ref(self, message: Message) -> str:
+        """The recall id of the original ``message`` stands for."""
+        ref = self.refs.get(id(message))
+        if ref is None:
+            ref = self.refs[id(message)] = _original_ref(message)
+        return ref
+
+    def marker_tokens(self, message: Message, marker: str) -> int:
+        """What ``marker`` costs in a cut of ``message`` (formatted as the cut formats it)."""
+        key = (id(message), marker)
+        n = self.markers.get(key)
+        if n is None:
+            text = marker.format(cut=len(message.content), ref=self.ref(message))
+            n = self.markers[key] = self.counter.count_text(text) if marker else 0
+        return n
+
+
+def _count(counter: TokenCounter, message: Message, text_tokens: int | None) -> int:
+    """What ``message`` counts; when its content is a cut just encoded (``text_tokens``),
+    learnt from that instead of encoding the cut again."""
+    learn = getattr(counter, "learn", None) if text_tokens is not None else None
+    return counter.count(message) if learn is None else int(learn(message, text_tokens))
 
 
 def _original_ref(message: Message) -> str:
