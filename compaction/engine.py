@@ -182,6 +182,15 @@ def _fail(sender: Any, run: Run, exc: BaseException) -> None:
     events.failed.send(sender, name="pipeline", error=exc, stage="run", labels=run.labels)
 
 
+def _forget_texts(counter: TokenCounter) -> None:
+    # A counter may hold texts within a run to read them once (the windows around a cut); one
+    # shared by many conversations (the default counter is) must not keep a conversation's
+    # text after its run. Counts are numbers, weakly keyed: they stay.
+    forget = getattr(counter, "forget_texts", None)
+    if forget is not None:
+        forget()
+
+
 def _chain(layers: Sequence[Layer]) -> CallNext:
     def bottom(run: Run) -> None:
         return None
@@ -242,6 +251,7 @@ def execute(
     finally:
         reset_checked(valid)
         _labels.reset(token)
+        _forget_texts(run.counter)
     return _finish(sender, run, before, started, ok=True)
 
 
@@ -271,4 +281,5 @@ async def aexecute(
     finally:
         reset_checked(valid)
         _labels.reset(token)
+        _forget_texts(run.counter)
     return _finish(sender, run, before, started, ok=True)

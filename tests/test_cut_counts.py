@@ -198,3 +198,43 @@ def test_a_call_cut_to_its_floor_gives_the_same_call_however_much_more_is_needed
         # what lets the last resort stop tightening a call once every value is at its floor
         more, _, still = shrink_call(call, need * 2 + 500, "sha1:0", counter, marker, least, 0.3)
         assert more == shrunk and still
+
+
+def _strings(obj: object, seen: set[int] | None = None) -> list[str]:
+    """Every string reachable from ``obj`` through dicts, lists, tuples and attributes."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    if isinstance(obj, str):
+        return [obj]
+    found: list[str] = []
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            found += _strings(key, seen) + _strings(value, seen)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for item in obj:
+            found += _strings(item, seen)
+    elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+        found += _strings(vars(obj), seen)
+    return found
+
+
+def test_a_shared_counter_keeps_no_text_of_a_conversation_after_its_run() -> None:
+    # The default counter is one per process, shared by every conversation: what a cut reads
+    # twice (a short text's encoding) may be held within a run, never after it.
+    from compaction.ladder import default_pipeline
+
+    counter = TiktokenCounter()
+    secret = "sk-live-" + "7f3a9c" * 4
+    call = ToolCall("c1", "Bash", json.dumps({"command": f"cat {secret}"}))
+    messages = [
+        user(f"deploy with key {secret} now"),
+        assistant("", [call]),
+        tool("c1", f"key {secret} ok\n" * 6),
+        user(f"again {secret}"),
+    ]
+    target = int(counter.count_messages(messages) * 0.4)
+    result = default_pipeline(counter=counter).compact(messages, target=target, counter=counter)
+    assert "fit" in [a.strategy for a in result.applied]  # the cuts ran
+    assert not [s for s in _strings(counter) if secret in s]
