@@ -83,12 +83,17 @@ def _short(value: Any) -> str:
 def _tool_calls(value: Any) -> tuple[ToolCall, ...]:
     if value is None:
         return ()
-    if isinstance(value, str | bytes | Mapping | ToolCall) or not isinstance(value, Iterable):
-        raise TypeError(
-            "Message.tool_calls must be a list of ToolCall, "
-            f"got {type(value).__name__} {_short(value)}"
-        )
-    calls = tuple(value)
+    if type(value) is tuple:
+        # What every message built by this library holds: no tuple can fail the checks on the
+        # container below (and ``tuple()`` of one is itself), so only its items are checked.
+        calls = value
+    else:
+        if isinstance(value, str | bytes | Mapping | ToolCall) or not isinstance(value, Iterable):
+            raise TypeError(
+                "Message.tool_calls must be a list of ToolCall, "
+                f"got {type(value).__name__} {_short(value)}"
+            )
+        calls = tuple(value)
     for i, call in enumerate(calls):
         if not isinstance(call, ToolCall):
             raise TypeError(
@@ -100,6 +105,8 @@ def _tool_calls(value: Any) -> tuple[ToolCall, ...]:
 def _meta(value: Any) -> dict[str, Any]:
     if value is None:
         return {}
+    if type(value) is dict:  # the usual case, spared the abstract-class check
+        return dict(value)
     if not isinstance(value, Mapping):
         raise TypeError(f"Message.meta must be a mapping, got {type(value).__name__}")
     # A copy, so the caller's dict can change without changing a frozen message.
@@ -160,10 +167,7 @@ class Message:
             )
         if self.name is not None and not isinstance(self.name, str):
             raise TypeError(f"Message.name must be a str, got {type(self.name).__name__}")
-        if self.tokens is not None and (
-            not isinstance(self.tokens, int) or isinstance(self.tokens, bool) or self.tokens < 0
-        ):
-            raise ValueError(f"Message.tokens must be a non-negative int, got {self.tokens!r}")
+        _check_tokens(self.tokens)
         if self.id is not None and not isinstance(self.id, str):
             raise TypeError(f"Message.id must be a str, got {type(self.id).__name__}")
 
@@ -175,11 +179,72 @@ class Message:
         """
         if "tokens" not in changes:
             changes["tokens"] = None
+        if type(self) is Message and changes.keys() <= _TEXT_FIELDS:
+            # The strategies' rewrite (a new text, a provenance record): each changed field is
+            # converted and checked as the constructor would, in the constructor's order.
+            # The checks of role, tool calls, call id, name and id read only fields this copy
+            # keeps, which passed them when this message was built, so they are not re-run.
+            content = _content(changes["content"]) if "content" in changes else self.content
+            meta = _meta(changes["meta"]) if "meta" in changes else dict(self.meta)
+            tokens = changes["tokens"]
+            _check_tokens(tokens)
+            return self._copy(content, meta, tokens)
         return attrs.evolve(self, **changes)
 
     def with_meta(self, **entries: Any) -> Message:
         """A copy whose ``meta`` has ``entries`` added (token count and id are kept)."""
-        return attrs.evolve(self, meta={**self.meta, **entries})
+        meta = {**self.meta, **entries}
+        if type(self) is Message:
+            # Only ``meta`` changes, to a dict built here (so no copy of it is needed): the
+            # text, the count and every checked field are this message's own.
+            return self._copy(self.content, meta, self.tokens)
+        return attrs.evolve(self, meta=meta)
+
+    def _copy(self, content: str, meta: dict[str, Any], tokens: int | None) -> Message:
+        """This message with ``content``, ``meta`` and ``tokens`` already converted and checked,
+        built the way the attrs constructor builds one (every slot set, the hash not yet
+        computed) without ``attrs.evolve`` reading and re-checking every field again."""
+        new = object.__new__(Message)
+        set_ = object.__setattr__
+        set_(new, "role", self.role)
+        set_(new, "content", content)
+        set_(new, "tool_calls", self.tool_calls)
+        set_(new, "tool_call_id", self.tool_call_id)
+        set_(new, "name", self.name)
+        set_(new, "meta", meta)
+        set_(new, "tokens", tokens)
+        set_(new, "id", self.id)
+        set_(new, "_attrs_cached_hash", None)
+        return new
+
+
+#: The fields :meth:`Message.replace` changes on its fast path: a rewrite's new text, meta and
+#: count. None of them takes part in a check of another field.
+_TEXT_FIELDS: Final = frozenset({"content", "meta", "tokens"})
+
+
+def _check_tokens(tokens: Any) -> None:
+    if tokens is not None and (
+        not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0
+    ):
+        raise ValueError(f"Message.tokens must be a non-negative int, got {tokens!r}")
+
+
+_attrs_eq = Message.__eq__
+
+
+def _eq(self: Message, other: object) -> bool:
+    # The counter's cache compares the message it is asked about with the one it stored (a
+    # weak key compares referents), and on a hit they are nearly always the same object. The
+    # attrs comparison would then compare all eight fields to find each equal to itself;
+    # every field of a message is equal to itself (containers compare items by identity
+    # first), so identity answers the same, and sooner.
+    if self is other:
+        return True
+    return _attrs_eq(self, other)  # type: ignore[no-any-return]
+
+
+Message.__eq__ = _eq  # type: ignore[method-assign,assignment]
 
 
 def system(content: str, **kwargs: Any) -> Message:
