@@ -244,28 +244,39 @@ def _openai_part(part: Any) -> int:
 
 
 def _anthropic_block(block: Any, count_text: Callable[[str], int]) -> int:
-    if not isinstance(block, Mapping):
+    if not _is_mapping(block):
         return 0
     kind = block.get("type")
+    # Most blocks (text, thinking, tool_use, a tool_result holding text) cost nothing here:
+    # they are answered before their source is read.
+    if kind == "tool_result":
+        content = block.get("content")
+        if isinstance(content, list):
+            return sum(_anthropic_block(b, count_text) for b in content)
+        return 0
+    if kind != "image" and kind != "document":
+        return 0
     source = block.get("source")
-    source = source if isinstance(source, Mapping) else {}
+    source = source if _is_mapping(source) else {}
     data = source.get("data") if source.get("type") == "base64" else None
     if kind == "image":
         return anthropic_image_tokens(image_size(data) if isinstance(data, str) else None)
-    if kind == "document":
-        if source.get("type") == "text" and isinstance(source.get("data"), str):
-            return count_text(source["data"])
-        if source.get("type") == "content" and isinstance(source.get("content"), list):
-            return sum(_anthropic_block(b, count_text) for b in source["content"]) + sum(
-                count_text(str(b.get("text", "")))
-                for b in source["content"]
-                if isinstance(b, Mapping) and b.get("type") == "text"
-            )
-        pages = pdf_pages(data) if isinstance(data, str) else 1
-        return pages * PDF_PAGE_TOKENS
-    if kind == "tool_result" and isinstance(block.get("content"), list):
-        return sum(_anthropic_block(b, count_text) for b in block["content"])
-    return 0
+    if source.get("type") == "text" and isinstance(source.get("data"), str):
+        return count_text(source["data"])
+    if source.get("type") == "content" and isinstance(source.get("content"), list):
+        return sum(_anthropic_block(b, count_text) for b in source["content"]) + sum(
+            count_text(str(b.get("text", "")))
+            for b in source["content"]
+            if _is_mapping(b) and b.get("type") == "text"
+        )
+    pages = pdf_pages(data) if isinstance(data, str) else 1
+    return pages * PDF_PAGE_TOKENS
+
+
+def _is_mapping(value: Any) -> bool:
+    # A dict (what JSON gives) answers without the abstract-class check, which is most of the
+    # cost of a walk over blocks that turn out to hold no image or document.
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def media_tokens(meta: Mapping[str, Any], content: str, count_text: Callable[[str], int]) -> int:
@@ -277,24 +288,31 @@ def media_tokens(meta: Mapping[str, Any], content: str, count_text: Callable[[st
     """
     total = 0
     provenance = meta.get("compaction")
-    cut = isinstance(provenance, Mapping) and provenance.get("kind") == "truncated"
+    cut = (
+        provenance is not None and _is_mapping(provenance) and provenance.get("kind") == "truncated"
+    )
     for key in ("openai", "responses"):  # chat-completions parts, Responses API parts
         record = meta.get(key)
-        if isinstance(record, Mapping):
+        if record is not None and _is_mapping(record):
             parts = record.get("parts")
             if isinstance(parts, list) and (cut or content == record.get("parts_text")):
                 total += sum(_openai_part(p) for p in parts)
     described = meta.get("media")  # the framework converters' descriptors
-    if isinstance(described, Mapping) and content == described.get("text"):
+    if described is not None and _is_mapping(described) and content == described.get("text"):
         parts = described.get("parts")
         if isinstance(parts, list):
             total += sum(_described(p) for p in parts)
     anthropic = meta.get("anthropic")
-    if isinstance(anthropic, Mapping) and (cut or content == anthropic.get("text")):
+    if (
+        anthropic is not None
+        and _is_mapping(anthropic)
+        and (cut or content == anthropic.get("text"))
+    ):
         blocks = anthropic.get("blocks")
         if isinstance(blocks, list):
-            total += sum(_anthropic_block(b, count_text) for b in blocks)
+            for b in blocks:
+                total += _anthropic_block(b, count_text)
         block = anthropic.get("block")
-        if isinstance(block, Mapping):
+        if block is not None:
             total += _anthropic_block(block, count_text)
     return total
