@@ -65,6 +65,8 @@ _STAND_IN_KINDS: Final = frozenset({"note", "summary"})
 def provenance(message: Message) -> Mapping[str, Any] | None:
     """The provenance record a strategy left on ``message``, or None for original messages."""
     record = message.meta.get(PROVENANCE_KEY)
+    if record is None or type(record) is dict:  # the usual answers, without the ABC check
+        return record
     return record if isinstance(record, Mapping) else None
 
 
@@ -315,14 +317,19 @@ def _parse(messages: Sequence[Message]) -> Transcript:
     task: int | None = None
     pinned: set[int] = set()
     while i < n:
-        if msgs[i].meta.get(PINNED_KEY) is True:
-            pinned.add(len(groups))  # the group that starts here (or the step it is in)
         m = msgs[i]
+        if m.meta.get(PINNED_KEY) is True:
+            pinned.add(len(groups))  # the group that starts here (or the step it is in)
         if m.role == "assistant" and m.tool_calls:
-            ids = {call.id for call in m.tool_calls}
+            calls = m.tool_calls
+            # Most steps make one call: its id is matched without building a set (ids are str).
+            ids = (calls[0].id,) if len(calls) == 1 else {call.id for call in calls}
             j = i + 1
-            while j < n and msgs[j].role == "tool" and msgs[j].tool_call_id in ids:
-                if msgs[j].meta.get(PINNED_KEY) is True:
+            while j < n:
+                result = msgs[j]
+                if result.role != "tool" or result.tool_call_id not in ids:
+                    break
+                if result.meta.get(PINNED_KEY) is True:
                     pinned.add(len(groups))
                 j += 1
             groups.append(Group(i, j, "step"))
