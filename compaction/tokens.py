@@ -135,10 +135,9 @@ class CachingCounter:
 
     def count(self, message: Message) -> int:
         """Tokens ``message`` costs in a request; encoded at most once per counter."""
-        try:
-            return self._hits[_ref(message)]
-        except KeyError:
-            pass
+        n = self._hits.get(_ref(message))  # a count is never None; a miss raises nothing
+        if n is not None:
+            return n
         n = self._measure(message)
         self._cache[message] = n
         return n
@@ -151,10 +150,9 @@ class CachingCounter:
         vouches that ``text_tokens`` is what :meth:`count_text` gives for the content (it just
         encoded exactly that text); the rest (envelope, name, tool calls, media) is measured as
         :meth:`count` measures it, so the count recorded is the one ``count`` would give."""
-        try:
-            return self._hits[_ref(message)]
-        except KeyError:
-            pass
+        n = self._hits.get(_ref(message))
+        if n is not None:
+            return n
         n = self._measure(message, text_tokens)
         self._cache[message] = n
         return n
