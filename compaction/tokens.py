@@ -13,7 +13,7 @@ import json
 import math
 import os
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from ._log import log
@@ -56,6 +56,20 @@ _AGAIN_TEXTS = 1_024
 _AGAIN_CHARS = 512
 
 _ref = weakref.ref
+
+_MediaTokens = Callable[[Mapping[str, Any], str, Callable[[str], int]], int]
+_media_tokens: _MediaTokens | None = None
+
+
+def _load_media_tokens() -> _MediaTokens:
+    """:func:`compaction.media.media_tokens`, imported when a message first carries media
+    (so `import compaction` does not pay for it) and kept, so a count does not pay for an
+    import statement either."""
+    global _media_tokens
+    from .media import media_tokens
+
+    _media_tokens = media_tokens
+    return media_tokens
 
 
 class CachingCounter:
@@ -103,10 +117,8 @@ class CachingCounter:
             "openai" in meta or "anthropic" in meta or "responses" in meta or "media" in meta
         ):
             # Images and documents ride in the adapters' meta; they cost what the provider
-            # bills for them, not the length of their base64 text. Imported on first use, so
-            # `import compaction` does not pay for it.
-            from .media import media_tokens
-
+            # bills for them, not the length of their base64 text.
+            media_tokens = _media_tokens or _load_media_tokens()
             total += media_tokens(meta, message.content, self.count_text)
         if message.name:
             total += self.per_name + count_text(message.name)
