@@ -179,7 +179,7 @@ class Message:
         """
         if "tokens" not in changes:
             changes["tokens"] = None
-        if type(self) is Message and changes.keys() <= _TEXT_FIELDS:
+        if _BUILDS_DIRECTLY and type(self) is Message and changes.keys() <= _TEXT_FIELDS:
             # The strategies' rewrite (a new text, a provenance record): each changed field is
             # converted and checked as the constructor would, in the constructor's order.
             # The checks of role, tool calls, call id, name and id read only fields this copy
@@ -194,7 +194,7 @@ class Message:
     def with_meta(self, **entries: Any) -> Message:
         """A copy whose ``meta`` has ``entries`` added (token count and id are kept)."""
         meta = {**self.meta, **entries}
-        if type(self) is Message:
+        if _BUILDS_DIRECTLY and type(self) is Message:
             # Only ``meta`` changes, to a dict built here (so no copy of it is needed): the
             # text, the count and every checked field are this message's own.
             return self._copy(self.content, meta, self.tokens)
@@ -217,6 +217,10 @@ class Message:
         set_(new, "_attrs_cached_hash", None)
         return new
 
+
+#: Whether a copy can be built slot by slot: it sets the slot attrs keeps its cached hash in,
+#: by the name attrs gives it; an attrs that names it otherwise gets ``attrs.evolve`` instead.
+_BUILDS_DIRECTLY: Final = "_attrs_cached_hash" in getattr(Message, "__slots__", ())
 
 #: The fields :meth:`Message.replace` changes on its fast path: a rewrite's new text, meta and
 #: count. None of them takes part in a check of another field.
