@@ -40,7 +40,7 @@ within the limit. A caller who prefers an over-target request to a cut one leave
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final
 
 from ..media import media_tokens
@@ -151,9 +151,12 @@ class Fit(Strategy):
                 marker_tokens=known.marker_tokens(message, marker),
             )
             if found is not None:
-                new = new.replace(content=found[0])
-                cut_tokens = found[1]
+                text, cut_tokens = found
                 need -= text_tokens - cut_tokens
+                if not message.tool_calls:
+                    # The copy is made once, marked, below (each copy runs every converter).
+                    return self._marked(message, text, None, counter, current, cut_tokens, known)
+                new = new.replace(content=text)
         if message.tool_calls and need > 0:
             # Tokens per character of the arguments, from the cached count: a large value is
             # sized from it instead of being encoded again. An estimate can fall short by a
@@ -179,6 +182,20 @@ class Fit(Strategy):
         if new is message or new == message:
             # Nothing was cut (an equal copy, marked, would count at least as much).
             return None
+        return self._marked(message, new.content, new, counter, current, cut_tokens, known)
+
+    def _marked(
+        self,
+        message: Message,
+        text: str,
+        new: Message | None,
+        counter: TokenCounter,
+        current: int,
+        cut_tokens: int | None,
+        known: _Known,
+    ) -> Message | None:
+        """The cut of ``message`` (its content ``text``; ``new``, when its tool calls were cut
+        too, the copy that holds them), marked; None when it does not count less."""
         if is_note(message):
             # A cut note is still the note: its record (the facts a later note merges, the
             # ids it stands for) is kept, or it would pass for a message a person wrote, and
@@ -187,17 +204,23 @@ class Fit(Strategy):
                 **(provenance(message) or {}),
                 "cut_by": self.name,
                 "original_chars": original_chars(message),
-                "kept_chars": len(new.content),
+                "kept_chars": len(text),
             }
-            out = new.replace(meta={**new.meta, PROVENANCE_KEY: record}, tokens=None)
+            meta = {**message.meta, PROVENANCE_KEY: record}
+            if new is None:
+                out = message.replace(content=text, meta=meta, tokens=None)
+            else:
+                out = new.replace(meta=meta, tokens=None)
         else:
             out = mark(
-                new,
+                message if new is None else new,
                 strategy=self.name,
                 kind="truncated",
                 replaces=[message],
+                content=text if new is None else None,
+                refs=known.refs_of(message),
                 original_chars=original_chars(message),
-                kept_chars=len(new.content),
+                kept_chars=len(text),
             )
         return out if _count(counter, out, cut_tokens) < current else None
 
@@ -271,9 +294,17 @@ class Fit(Strategy):
         # when even the short markers are too many for what is left.
         passes = ((CUT_MARKER, self.min_tokens), (SHORT_MARKER, 0), ("", 0))
         for stages in groups:
+            done = self._emptied(stages, out, messages, total, newest, counter, text_tokens, known)
+            for i, emptied in done.items():
+                total += counter.count(emptied) - counter.count(out[i])
+                out[i] = emptied
+                changed = True
+                tried.add((i, 0, "", 0))
             for marker, least_default in passes:
                 for indices, floor, aim in stages:
                     for i in indices:
+                        if i in done:
+                            continue
                         need = total - aim
                         if need <= 0:
                             break
@@ -312,6 +343,48 @@ class Fit(Strategy):
                     # the largest first, by their size now
                     indices.sort(key=lambda i: (-counter.count(out[i]), i))
         return out if changed else None
+
+    def _emptied(
+        self,
+        stages: list[_Stage],
+        out: list[Message],
+        messages: tuple[Message, ...],
+        total: int,
+        newest: frozenset[int],
+        counter: TokenCounter,
+        text_tokens: Callable[[int], int],
+        known: _Known,
+    ) -> dict[int, Message]:
+        """The messages of ``stages`` whose last pass is known before the first: their cut
+        with the text emptied, by index (none when that cannot be known).
+
+        When even emptying every message of the group leaves the request further over its aim
+        than the largest of them counts, no pass gets near the aim: every pass asks each
+        message for its floor, whatever the passes before it gave. The last pass then empties
+        the text of each message that has no tool calls, and an emptied text counts less than
+        any cut that keeps a marker, so it is what the passes end with: the cuts before it
+        (each encoded, counted and marked) are never seen. Such a message is cut once, here;
+        a message with tool calls (whose cut arguments count as JSON does) and the newest tool
+        output (which keeps its head, tail and marker in every pass) go through the passes as
+        before."""
+        if any(floor is not None for _, floor, _ in stages):
+            return {}  # the task's floors: what they keep depends on the limit, not the aim
+        aim = max((a for _, _, a in stages), default=0)
+        indices = [i for stage in stages for i in stage[0]]
+        sizes = [counter.count(out[i]) for i in indices]
+        if not indices or total - sum(sizes) - aim < max(max(sizes), 1):
+            return {}
+        if counter.count_text("") != 0:
+            return {}  # an emptied text must count nothing for the rule above to hold
+        done: dict[int, Message] = {}
+        for i in indices:
+            original = messages[i]
+            if original.tool_calls or i in newest or out[i] is not original:
+                continue  # the newest output keeps its marker in every pass
+            new = self._shrink(original, 0, counter, "", 0, text_tokens(i), known)
+            if new is not None and new.content == "":
+                done[i] = new
+        return done
 
 
 def _guarded(t: Transcript) -> frozenset[int]:
@@ -370,11 +443,12 @@ class _Known:
     originals (a tighter marker, a lower floor), and their recall ids and markers do not
     change from pass to pass. Keyed by ``id``: the originals live for the whole rewrite."""
 
-    __slots__ = ("counter", "markers", "refs", "texts")
+    __slots__ = ("counter", "markers", "read", "refs", "texts")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.refs: dict[int, str] = {}
+        self.read: dict[int, tuple[str, ...]] = {}  # what ``mark`` records each stands for
         self.markers: dict[tuple[int, str], int] = {}
         self.texts: dict[str, int] = {}  # short values of tool-call arguments, their markers
 
@@ -384,6 +458,17 @@ class _Known:
         if ref is None:
             ref = self.refs[id(message)] = _original_ref(message)
         return ref
+
+    def refs_of(self, message: Message) -> tuple[str, ...]:
+        """The recall ids a cut of ``message`` records, read as :func:`mark` reads them (an
+        earlier cut's whole list, else the fingerprint): once, not once per pass."""
+        refs = self.read.get(id(message))
+        if refs is None:
+            record = provenance(message)
+            earlier = record.get("replaces") if record is not None else None
+            refs = tuple(earlier) if earlier else (self.ref(message),)
+            self.read[id(message)] = refs
+        return refs
 
     def marker_tokens(self, message: Message, marker: str) -> int:
         """What ``marker`` costs in a cut of ``message`` (formatted as the cut formats it)."""
