@@ -335,10 +335,10 @@ class Fit(Strategy):
                         new = self._shrink(
                             messages[i], want, counter, mark_with, least, text_tokens(i), known
                         )
-                        if new is None or counter.count(new) >= before:
+                        if new is None or (after := counter.count(new)) >= before:
                             continue
                         out[i] = new
-                        total += counter.count(new) - before
+                        total += after - before
                         changed = True
                     # the largest first, by their size now
                     indices.sort(key=lambda i: (-counter.count(out[i]), i))
@@ -475,8 +475,13 @@ class _Known:
         key = (id(message), marker)
         n = self.markers.get(key)
         if n is None:
+            # By its text too: a marker without the recall id (the tight pass's) reads the same
+            # for every message of the same length, and is encoded once.
             text = marker.format(cut=len(message.content), ref=self.ref(message))
-            n = self.markers[key] = self.counter.count_text(text) if marker else 0
+            n = self.texts.get(text) if marker else 0
+            if n is None:
+                n = self.texts[text] = self.counter.count_text(text)
+            self.markers[key] = n
         return n
 
 
