@@ -124,12 +124,12 @@ class Fit(Strategy):
         least: int,
         text_tokens: int,
         known: _Known,
-    ) -> Message | None:
-        """``message`` cut to about ``want`` tokens: its content first, then the longest
-        string values anywhere in its tool-call arguments (or arguments that are not JSON, as
-        text). ``text_tokens`` is what its content counts (known to the caller: never
-        re-encoded here)."""
-        current = counter.count(message)
+        current: int,
+    ) -> tuple[Message, int] | None:
+        """``message`` (counting ``current``) cut to about ``want`` tokens, and what the cut
+        counts: its content first, then the longest string values anywhere in its tool-call
+        arguments (or arguments that are not JSON, as text). ``text_tokens`` is what its
+        content counts (known to the caller: never re-encoded here)."""
         if current <= want:
             return None
         ref = known.ref(message)
@@ -193,9 +193,10 @@ class Fit(Strategy):
         current: int,
         cut_tokens: int | None,
         known: _Known,
-    ) -> Message | None:
+    ) -> tuple[Message, int] | None:
         """The cut of ``message`` (its content ``text``; ``new``, when its tool calls were cut
-        too, the copy that holds them), marked; None when it does not count less."""
+        too, the copy that holds them), marked, and what it counts; None when it does not
+        count less."""
         if is_note(message):
             # A cut note is still the note: its record (the facts a later note merges, the
             # ids it stands for) is kept, or it would pass for a message a person wrote, and
@@ -222,7 +223,8 @@ class Fit(Strategy):
                 original_chars=original_chars(message),
                 kept_chars=len(text),
             )
-        return out if _count(counter, out, cut_tokens) < current else None
+        n = _count(counter, out, cut_tokens)
+        return (out, n) if n < current else None
 
     # -- the layer -----------------------------------------------------------------------------
 
@@ -239,7 +241,10 @@ class Fit(Strategy):
         validate(messages)
         hard = target if limit is None else max(limit, target)
         out = list(messages)
-        total = counter.count_messages(out)
+        # What each message of ``out`` counts, kept beside it: the passes read the sizes again
+        # and again (to order, to aim), and each read of the counter hashes a message.
+        now = [counter.count(m) for m in out]
+        total = sum(now)
         if total <= target:
             return None
         t = parse(messages)
@@ -257,7 +262,7 @@ class Fit(Strategy):
             return sizes[i]
 
         def largest(indices: Iterable[int]) -> list[int]:
-            return sorted(indices, key=lambda i: (-counter.count(out[i]), i))
+            return sorted(indices, key=lambda i: (-now[i], i))
 
         free = [i for i in inner if i not in guarded]
         kept = [i for i in inner if i in guarded and i != task]
@@ -282,22 +287,23 @@ class Fit(Strategy):
             kept_stages.append(([task], self.task_min_tokens, hard))
         groups = [free_stages, kept_stages]
         system = messages[: t.system_end]
-        if counter.count_messages(system) > hard or any(_was_cut(m) for m in system):
+        if sum(now[: t.system_end]) > hard or any(_was_cut(m) for m in system):
             # The system prompt only when it alone is over the limit (or was, when an earlier
             # run cut it: the agent's list carries the cut, and the rest grows behind it).
             # It must give then whatever else gives, so it gives first: the task and the
             # newest step stay whole when its cut is enough.
             groups.insert(1, [(largest(range(t.system_end)), None, hard)])
+        original = list(now)
         changed = False
         # A second, tight pass only when the marked cuts could not fit (tiny targets), and a
         # last one that leaves a message's text empty (the cut is still recorded in its meta)
         # when even the short markers are too many for what is left.
         passes = ((CUT_MARKER, self.min_tokens), (SHORT_MARKER, 0), ("", 0))
         for stages in groups:
-            done = self._emptied(stages, out, messages, total, newest, counter, text_tokens, known)
-            for i, emptied in done.items():
-                total += counter.count(emptied) - counter.count(out[i])
-                out[i] = emptied
+            done = self._emptied(stages, now, messages, total, newest, counter, text_tokens, known)
+            for i, (emptied, n) in done.items():
+                total += n - now[i]
+                out[i], now[i] = emptied, n
                 changed = True
                 tried.add((i, 0, "", 0))
             for marker, least_default in passes:
@@ -308,8 +314,7 @@ class Fit(Strategy):
                         need = total - aim
                         if need <= 0:
                             break
-                        old = out[i]
-                        before = counter.count(old)
+                        before = now[i]
                         least = floor if floor is not None else least_default
                         mark_with = marker
                         if i == task or i in newest:
@@ -332,31 +337,38 @@ class Fit(Strategy):
                         tried.add(key)
                         # Always cut from the message as it came in: a tighter pass re-cuts
                         # the original with its shorter marker, never a cut (and its marker).
-                        new = self._shrink(
-                            messages[i], want, counter, mark_with, least, text_tokens(i), known
+                        found = self._shrink(
+                            messages[i],
+                            want,
+                            counter,
+                            mark_with,
+                            least,
+                            text_tokens(i),
+                            known,
+                            original[i],
                         )
-                        if new is None or (after := counter.count(new)) >= before:
+                        if found is None or found[1] >= before:
                             continue
-                        out[i] = new
-                        total += after - before
+                        out[i], now[i] = found
+                        total += found[1] - before
                         changed = True
                     # the largest first, by their size now
-                    indices.sort(key=lambda i: (-counter.count(out[i]), i))
+                    indices.sort(key=lambda i: (-now[i], i))
         return out if changed else None
 
     def _emptied(
         self,
         stages: list[_Stage],
-        out: list[Message],
+        now: list[int],
         messages: tuple[Message, ...],
         total: int,
         newest: frozenset[int],
         counter: TokenCounter,
         text_tokens: Callable[[int], int],
         known: _Known,
-    ) -> dict[int, Message]:
+    ) -> dict[int, tuple[Message, int]]:
         """The messages of ``stages`` whose last pass is known before the first: their cut
-        with the text emptied, by index (none when that cannot be known).
+        with the text emptied and what it counts, by index (none when that cannot be known).
 
         When even emptying every message of the group leaves the request further over its aim
         than the largest of them counts, no pass gets near the aim: every pass asks each
@@ -371,19 +383,18 @@ class Fit(Strategy):
             return {}  # the task's floors: what they keep depends on the limit, not the aim
         aim = max((a for _, _, a in stages), default=0)
         indices = [i for stage in stages for i in stage[0]]
-        sizes = [counter.count(out[i]) for i in indices]
+        sizes = [now[i] for i in indices]
         if not indices or total - sum(sizes) - aim < max(max(sizes), 1):
             return {}
         if counter.count_text("") != 0:
             return {}  # an emptied text must count nothing for the rule above to hold
-        done: dict[int, Message] = {}
-        for i in indices:
-            original = messages[i]
-            if original.tool_calls or i in newest or out[i] is not original:
+        done: dict[int, tuple[Message, int]] = {}
+        for i, size in zip(indices, sizes, strict=True):
+            if messages[i].tool_calls or i in newest:
                 continue  # the newest output keeps its marker in every pass
-            new = self._shrink(original, 0, counter, "", 0, text_tokens(i), known)
-            if new is not None and new.content == "":
-                done[i] = new
+            found = self._shrink(messages[i], 0, counter, "", 0, text_tokens(i), known, size)
+            if found is not None and found[0].content == "":
+                done[i] = found
         return done
 
 
