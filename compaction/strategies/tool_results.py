@@ -202,6 +202,11 @@ class ToolResults(Strategy):
         total = counter.count_messages(messages)  # cached counts: a sum, no encoding
         if total <= target:
             return None
+        # Every step opens with an assistant message that calls tools: when there are no more
+        # of those than the newest steps kept whole, no output may be cleared, and that is
+        # known without parsing the conversation.
+        if sum(1 for m in messages if m.tool_calls and m.role == "assistant") <= self.keep_steps:
+            return None
         transcript = parse(messages)
         steps = [g for g in transcript.groups if g.kind == "step"]
         out: list[Message] | None = None
