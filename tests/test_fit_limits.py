@@ -262,3 +262,30 @@ def test_a_cut_note_stays_a_note_and_never_becomes_the_task():
     t = parse(out)
     assert out[t.groups[t.task].start].content.startswith("the real task")
     assert [m for m in out if is_note(m)]  # the note, cut or not, is still a note
+
+
+@pytest.mark.parametrize("counter", [ApproximateCounter(), TiktokenCounter()], ids=repr)
+@pytest.mark.parametrize("with_task", [True, False])
+def test_a_group_no_pass_can_bring_near_its_aim_ends_emptied_and_recorded(counter, with_task):
+    # Old tool outputs are all a pass may cut toward the target, and even emptied they leave
+    # the request far over it: each ends with its text empty, its cut recorded (the size of
+    # the original, the recall id), while the newest output keeps its head, tail and marker.
+    outputs = [f"line of output {k}\n" * (8 + 3 * k) for k in range(4)]
+    msgs: list[Message] = [system("You are a careful agent. " * 40)]
+    if with_task:
+        msgs.append(user("Fix the failing build, then report. " * 300))
+    for k, text in enumerate(outputs):
+        msgs += step(k, text)
+    msgs += step(9, "newest output line\n" * 400)
+    total = counter.count_messages(msgs)
+    result = Fit().compact(msgs, target=total // 4, counter=counter, limit=total // 4)
+    by_id = {m.tool_call_id: m for m in result.messages if m.role == "tool"}
+    for k, text in enumerate(outputs):
+        old = by_id[f"c{k}"]
+        assert old.content == "" and cut(old)
+        assert provenance(old)["original_chars"] == len(text)
+        assert provenance(old)["replaces"]
+    newest = by_id["c9"]
+    assert cut(newest) and "recall id" in newest.content
+    assert newest.content.startswith("newest output line")
+    validate(result.messages)

@@ -78,7 +78,12 @@ class _RoundPlanner:
         words = parse(messages, counter=counter, target=target)
         plan = self._plan_on(words, messages, counts, over)
         if plan is None and words.words:
-            plan = self._plan_on(parse(messages), messages, counts, over)
+            # The same conversation read without the words' share (what ``parse`` without a
+            # target gives): when the words protected nothing the task, the newest request and
+            # the pinned groups do not, it plans exactly the same, and is not planned again.
+            plain = attrs.evolve(words, words=frozenset())
+            if plain.protected != words.protected:
+                plan = self._plan_on(plain, messages, counts, over)
         return plan
 
     def _plan_on(

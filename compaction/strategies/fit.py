@@ -40,7 +40,7 @@ within the limit. A caller who prefers an over-target request to a cut one leave
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final
 
 from ..media import media_tokens
@@ -124,12 +124,12 @@ class Fit(Strategy):
         least: int,
         text_tokens: int,
         known: _Known,
-    ) -> Message | None:
-        """``message`` cut to about ``want`` tokens: its content first, then the longest
-        string values anywhere in its tool-call arguments (or arguments that are not JSON, as
-        text). ``text_tokens`` is what its content counts (known to the caller: never
-        re-encoded here)."""
-        current = counter.count(message)
+        current: int,
+    ) -> tuple[Message, int] | None:
+        """``message`` (counting ``current``) cut to about ``want`` tokens, and what the cut
+        counts: its content first, then the longest string values anywhere in its tool-call
+        arguments (or arguments that are not JSON, as text). ``text_tokens`` is what its
+        content counts (known to the caller: never re-encoded here)."""
         if current <= want:
             return None
         ref = known.ref(message)
@@ -151,9 +151,12 @@ class Fit(Strategy):
                 marker_tokens=known.marker_tokens(message, marker),
             )
             if found is not None:
-                new = new.replace(content=found[0])
-                cut_tokens = found[1]
+                text, cut_tokens = found
                 need -= text_tokens - cut_tokens
+                if not message.tool_calls:
+                    # The copy is made once, marked, below (each copy runs every converter).
+                    return self._marked(message, text, None, counter, current, cut_tokens, known)
+                new = new.replace(content=text)
         if message.tool_calls and need > 0:
             # Tokens per character of the arguments, from the cached count: a large value is
             # sized from it instead of being encoded again. An estimate can fall short by a
@@ -179,6 +182,21 @@ class Fit(Strategy):
         if new is message or new == message:
             # Nothing was cut (an equal copy, marked, would count at least as much).
             return None
+        return self._marked(message, new.content, new, counter, current, cut_tokens, known)
+
+    def _marked(
+        self,
+        message: Message,
+        text: str,
+        new: Message | None,
+        counter: TokenCounter,
+        current: int,
+        cut_tokens: int | None,
+        known: _Known,
+    ) -> tuple[Message, int] | None:
+        """The cut of ``message`` (its content ``text``; ``new``, when its tool calls were cut
+        too, the copy that holds them), marked, and what it counts; None when it does not
+        count less."""
         if is_note(message):
             # A cut note is still the note: its record (the facts a later note merges, the
             # ids it stands for) is kept, or it would pass for a message a person wrote, and
@@ -187,19 +205,26 @@ class Fit(Strategy):
                 **(provenance(message) or {}),
                 "cut_by": self.name,
                 "original_chars": original_chars(message),
-                "kept_chars": len(new.content),
+                "kept_chars": len(text),
             }
-            out = new.replace(meta={**new.meta, PROVENANCE_KEY: record}, tokens=None)
+            meta = {**message.meta, PROVENANCE_KEY: record}
+            if new is None:
+                out = message.replace(content=text, meta=meta, tokens=None)
+            else:
+                out = new.replace(meta=meta, tokens=None)
         else:
             out = mark(
-                new,
+                message if new is None else new,
                 strategy=self.name,
                 kind="truncated",
                 replaces=[message],
+                content=text if new is None else None,
+                refs=known.refs_of(message),
                 original_chars=original_chars(message),
-                kept_chars=len(new.content),
+                kept_chars=len(text),
             )
-        return out if _count(counter, out, cut_tokens) < current else None
+        n = _count(counter, out, cut_tokens)
+        return (out, n) if n < current else None
 
     # -- the layer -----------------------------------------------------------------------------
 
@@ -216,7 +241,10 @@ class Fit(Strategy):
         validate(messages)
         hard = target if limit is None else max(limit, target)
         out = list(messages)
-        total = counter.count_messages(out)
+        # What each message of ``out`` counts, kept beside it: the passes read the sizes again
+        # and again (to order, to aim), and each read of the counter hashes a message.
+        now = [counter.count(m) for m in out]
+        total = sum(now)
         if total <= target:
             return None
         t = parse(messages)
@@ -234,7 +262,7 @@ class Fit(Strategy):
             return sizes[i]
 
         def largest(indices: Iterable[int]) -> list[int]:
-            return sorted(indices, key=lambda i: (-counter.count(out[i]), i))
+            return sorted(indices, key=lambda i: (-now[i], i))
 
         free = [i for i in inner if i not in guarded]
         kept = [i for i in inner if i in guarded and i != task]
@@ -259,26 +287,34 @@ class Fit(Strategy):
             kept_stages.append(([task], self.task_min_tokens, hard))
         groups = [free_stages, kept_stages]
         system = messages[: t.system_end]
-        if counter.count_messages(system) > hard or any(_was_cut(m) for m in system):
+        if sum(now[: t.system_end]) > hard or any(_was_cut(m) for m in system):
             # The system prompt only when it alone is over the limit (or was, when an earlier
             # run cut it: the agent's list carries the cut, and the rest grows behind it).
             # It must give then whatever else gives, so it gives first: the task and the
             # newest step stay whole when its cut is enough.
             groups.insert(1, [(largest(range(t.system_end)), None, hard)])
+        original = list(now)
         changed = False
         # A second, tight pass only when the marked cuts could not fit (tiny targets), and a
         # last one that leaves a message's text empty (the cut is still recorded in its meta)
         # when even the short markers are too many for what is left.
         passes = ((CUT_MARKER, self.min_tokens), (SHORT_MARKER, 0), ("", 0))
         for stages in groups:
+            done = self._emptied(stages, now, messages, total, newest, counter, text_tokens, known)
+            for i, (emptied, n) in done.items():
+                total += n - now[i]
+                out[i], now[i] = emptied, n
+                changed = True
+                tried.add((i, 0, "", 0))
             for marker, least_default in passes:
                 for indices, floor, aim in stages:
                     for i in indices:
+                        if i in done:
+                            continue
                         need = total - aim
                         if need <= 0:
                             break
-                        old = out[i]
-                        before = counter.count(old)
+                        before = now[i]
                         least = floor if floor is not None else least_default
                         mark_with = marker
                         if i == task or i in newest:
@@ -301,17 +337,65 @@ class Fit(Strategy):
                         tried.add(key)
                         # Always cut from the message as it came in: a tighter pass re-cuts
                         # the original with its shorter marker, never a cut (and its marker).
-                        new = self._shrink(
-                            messages[i], want, counter, mark_with, least, text_tokens(i), known
+                        found = self._shrink(
+                            messages[i],
+                            want,
+                            counter,
+                            mark_with,
+                            least,
+                            text_tokens(i),
+                            known,
+                            original[i],
                         )
-                        if new is None or counter.count(new) >= before:
+                        if found is None or found[1] >= before:
                             continue
-                        out[i] = new
-                        total += counter.count(new) - before
+                        out[i], now[i] = found
+                        total += found[1] - before
                         changed = True
                     # the largest first, by their size now
-                    indices.sort(key=lambda i: (-counter.count(out[i]), i))
+                    indices.sort(key=lambda i: (-now[i], i))
         return out if changed else None
+
+    def _emptied(
+        self,
+        stages: list[_Stage],
+        now: list[int],
+        messages: tuple[Message, ...],
+        total: int,
+        newest: frozenset[int],
+        counter: TokenCounter,
+        text_tokens: Callable[[int], int],
+        known: _Known,
+    ) -> dict[int, tuple[Message, int]]:
+        """The messages of ``stages`` whose last pass is known before the first: their cut
+        with the text emptied and what it counts, by index (none when that cannot be known).
+
+        When even emptying every message of the group leaves the request further over its aim
+        than the largest of them counts, no pass gets near the aim: every pass asks each
+        message for its floor, whatever the passes before it gave. The last pass then empties
+        the text of each message that has no tool calls, and an emptied text counts less than
+        any cut that keeps a marker, so it is what the passes end with: the cuts before it
+        (each encoded, counted and marked) are never seen. Such a message is cut once, here;
+        a message with tool calls (whose cut arguments count as JSON does) and the newest tool
+        output (which keeps its head, tail and marker in every pass) go through the passes as
+        before."""
+        if any(floor is not None for _, floor, _ in stages):
+            return {}  # the task's floors: what they keep depends on the limit, not the aim
+        aim = max((a for _, _, a in stages), default=0)
+        indices = [i for stage in stages for i in stage[0]]
+        sizes = [now[i] for i in indices]
+        if not indices or total - sum(sizes) - aim < max(max(sizes), 1):
+            return {}
+        if counter.count_text("") != 0:
+            return {}  # an emptied text must count nothing for the rule above to hold
+        done: dict[int, tuple[Message, int]] = {}
+        for i, size in zip(indices, sizes, strict=True):
+            if messages[i].tool_calls or i in newest:
+                continue  # the newest output keeps its marker in every pass
+            found = self._shrink(messages[i], 0, counter, "", 0, text_tokens(i), known, size)
+            if found is not None and found[0].content == "":
+                done[i] = found
+        return done
 
 
 def _guarded(t: Transcript) -> frozenset[int]:
@@ -370,11 +454,12 @@ class _Known:
     originals (a tighter marker, a lower floor), and their recall ids and markers do not
     change from pass to pass. Keyed by ``id``: the originals live for the whole rewrite."""
 
-    __slots__ = ("counter", "markers", "refs", "texts")
+    __slots__ = ("counter", "markers", "read", "refs", "texts")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
         self.refs: dict[int, str] = {}
+        self.read: dict[int, tuple[str, ...]] = {}  # what ``mark`` records each stands for
         self.markers: dict[tuple[int, str], int] = {}
         self.texts: dict[str, int] = {}  # short values of tool-call arguments, their markers
 
@@ -385,13 +470,29 @@ class _Known:
             ref = self.refs[id(message)] = _original_ref(message)
         return ref
 
+    def refs_of(self, message: Message) -> tuple[str, ...]:
+        """The recall ids a cut of ``message`` records, read as :func:`mark` reads them (an
+        earlier cut's whole list, else the fingerprint): once, not once per pass."""
+        refs = self.read.get(id(message))
+        if refs is None:
+            record = provenance(message)
+            earlier = record.get("replaces") if record is not None else None
+            refs = tuple(earlier) if earlier else (self.ref(message),)
+            self.read[id(message)] = refs
+        return refs
+
     def marker_tokens(self, message: Message, marker: str) -> int:
         """What ``marker`` costs in a cut of ``message`` (formatted as the cut formats it)."""
         key = (id(message), marker)
         n = self.markers.get(key)
         if n is None:
+            # By its text too: a marker without the recall id (the tight pass's) reads the same
+            # for every message of the same length, and is encoded once.
             text = marker.format(cut=len(message.content), ref=self.ref(message))
-            n = self.markers[key] = self.counter.count_text(text) if marker else 0
+            n = self.texts.get(text) if marker else 0
+            if n is None:
+                n = self.texts[text] = self.counter.count_text(text)
+            self.markers[key] = n
         return n
 
 

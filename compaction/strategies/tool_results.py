@@ -18,6 +18,7 @@ clearing recounts per clear and goes quadratic on long runs.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import islice
 from typing import ClassVar, Final
 
 from ..checks import check_format
@@ -201,6 +202,12 @@ class ToolResults(Strategy):
         validate(messages)
         total = counter.count_messages(messages)  # cached counts: a sum, no encoding
         if total <= target:
+            return None
+        # Every step opens with an assistant message that calls tools: when there are no more
+        # of those than the newest steps kept whole, no output may be cleared, and that is
+        # known without parsing the conversation (the scan stops at the first step past them).
+        steps_seen = (m for m in messages if m.tool_calls and m.role == "assistant")
+        if next(islice(steps_seen, self.keep_steps, None), None) is None:
             return None
         transcript = parse(messages)
         steps = [g for g in transcript.groups if g.kind == "step"]
