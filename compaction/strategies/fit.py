@@ -43,22 +43,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final
 
-from ..media import media_tokens
 from ..messages import Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
 from ..trace import CUT_MARKER, cut_counted, original_chars
-from ..transcript import (
-    PROVENANCE_KEY,
-    Transcript,
-    is_note,
-    mark,
-    message_ref,
-    parse,
-    provenance,
-)
+from ..transcript import PROVENANCE_KEY, is_note, mark, parse, provenance
 from ..validate import validate
 from ._fit_args import shrink_call
+from ._fit_reads import _count, _guarded, _Known, _newest_outputs, _text_tokens, _was_cut
 
 __all__ = ["CUT_MARKER", "Fit"]
 
@@ -396,117 +388,3 @@ class Fit(Strategy):
             if found is not None and found[0].content == "":
                 done[i] = found
         return done
-
-
-def _guarded(t: Transcript) -> frozenset[int]:
-    """Indices of the messages cut only down to the hard limit: the system block, every
-    protected group (the task, the newest request, what the policy protects, pinned), the
-    notes and the newest step (what the model acts on next)."""
-    found = set(range(t.system_end))
-    # Notes too: a note is what is left of everything dropped (the ledger), the last trace
-    # of it in the prompt; emptying it to reach the aim would make dropping silent.
-    groups = [t.groups[g] for g in t.protected] + [g for g in t.groups if g.kind == "note"]
-    steps = [g for g in t.groups if g.kind == "step"]
-    if steps and steps[-1] is t.groups[-1]:
-        groups.append(steps[-1])
-    for group in groups:
-        found.update(range(group.start, group.end))
-    return frozenset(found)
-
-
-def _newest_outputs(t: Transcript) -> frozenset[int]:
-    """The tool outputs of the newest step, when the conversation ends with one."""
-    if not t.groups or t.groups[-1].kind != "step":
-        return frozenset()
-    last = t.groups[-1]
-    return frozenset(i for i in range(last.start, last.end) if t.messages[i].role == "tool")
-
-
-def _text_tokens(message: Message, counter: TokenCounter) -> int:
-    """What ``message``'s content counts, encoding only the smaller part of the message: the
-    content itself, or (when the content is the bulk) the rest, taken from the cached count."""
-    text = message.content
-    rest = sum(len(c.arguments) + len(c.name) for c in message.tool_calls)
-    if not text:
-        return 0
-    if message.tokens is not None or len(text) <= rest + 64 or _has_media(message, counter):
-        return counter.count_text(text)
-    bare = counter.count(message.replace(content=""))
-    return max(counter.count(message) - bare, 1)
-
-
-def _has_media(message: Message, counter: TokenCounter) -> bool:
-    """Whether ``message`` carries images or documents that its count includes (the rest of
-    the message then is not what its text leaves)."""
-    meta = message.meta
-    if not meta or not ("openai" in meta or "anthropic" in meta or "responses" in meta):
-        return False
-    return media_tokens(meta, message.content, counter.count_text) > 0
-
-
-def _was_cut(message: Message) -> bool:
-    record = provenance(message)
-    return record is not None and record.get("kind") == "truncated"
-
-
-class _Known:
-    """What one rewrite learns once about the messages it cuts: each pass re-cuts the same
-    originals (a tighter marker, a lower floor), and their recall ids and markers do not
-    change from pass to pass. Keyed by ``id``: the originals live for the whole rewrite."""
-
-    __slots__ = ("counter", "markers", "read", "refs", "texts")
-
-    def __init__(self, counter: TokenCounter) -> None:
-        self.counter = counter
-        self.refs: dict[int, str] = {}
-        self.read: dict[int, tuple[str, ...]] = {}  # what ``mark`` records each stands for
-        self.markers: dict[tuple[int, str], int] = {}
-        self.texts: dict[str, int] = {}  # short values of tool-call arguments, their markers
-
-    def ref(self, message: Message) -> str:
-        """The recall id of the original ``message`` stands for."""
-        ref = self.refs.get(id(message))
-        if ref is None:
-            ref = self.refs[id(message)] = _original_ref(message)
-        return ref
-
-    def refs_of(self, message: Message) -> tuple[str, ...]:
-        """The recall ids a cut of ``message`` records, read as :func:`mark` reads them (an
-        earlier cut's whole list, else the fingerprint): once, not once per pass."""
-        refs = self.read.get(id(message))
-        if refs is None:
-            record = provenance(message)
-            earlier = record.get("replaces") if record is not None else None
-            refs = tuple(earlier) if earlier else (self.ref(message),)
-            self.read[id(message)] = refs
-        return refs
-
-    def marker_tokens(self, message: Message, marker: str) -> int:
-        """What ``marker`` costs in a cut of ``message`` (formatted as the cut formats it)."""
-        key = (id(message), marker)
-        n = self.markers.get(key)
-        if n is None:
-            # By its text too: a marker without the recall id (the tight pass's) reads the same
-            # for every message of the same length, and is encoded once.
-            text = marker.format(cut=len(message.content), ref=self.ref(message))
-            n = self.texts.get(text) if marker else 0
-            if n is None:
-                n = self.texts[text] = self.counter.count_text(text)
-            self.markers[key] = n
-        return n
-
-
-def _count(counter: TokenCounter, message: Message, text_tokens: int | None) -> int:
-    """What ``message`` counts; when its content is a cut just encoded (``text_tokens``),
-    learnt from that instead of encoding the cut again."""
-    learn = getattr(counter, "learn", None) if text_tokens is not None else None
-    return counter.count(message) if learn is None else int(learn(message, text_tokens))
-
-
-def _original_ref(message: Message) -> str:
-    """The recall id of the original ``message`` stands for (itself when it is original)."""
-    record = provenance(message)
-    replaces = record.get("replaces") if record is not None else None
-    if replaces:
-        return str(replaces[0])
-    return message_ref(message)
