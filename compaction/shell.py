@@ -11,9 +11,11 @@ command:
   argument of ``-e``/``-c`` are code or patterns;
 - a heredoc body is data, not arguments.
 
-Anything the shell could not split (an unclosed quote) falls back to the path-like tokens of
-the line, as files read: a cautious answer, never a crash. Time is linear in the command's
-length and the input is capped (:data:`MAX_COMMAND_SCAN`).
+A line the shell could not split on its own (an unclosed quote) is left out: guessing its
+words would list code or message text as files. Lines are read one at a time, so the lines of
+an argument quoted across several (``python -c "..."`` over lines, a commit message) are read
+as lines of their own: a known gap, where a word may be taken for a file. Time is linear in
+the command's length and the input is capped (:data:`MAX_COMMAND_SCAN`).
 """
 
 from __future__ import annotations
