@@ -18,7 +18,7 @@ from .ledger import MAX_FACTS, Ledger, ledger_of
 from .messages import Message
 from .note import MAX_NOTE_CHARS, MIN_NOTE_CHARS, ledger_text
 from .tokens import ApproximateCounter, CachingCounter, TiktokenCounter, TokenCounter
-from .transcript import is_note, mark, message_ref, provenance
+from .transcript import is_note, mark, message_ref, original_refs, provenance
 
 #: The round-2 name of the ledger.
 Facts = Ledger
@@ -170,9 +170,7 @@ def cut_message(
     want = keep - overhead
     if want < least:
         return None
-    record = provenance(message)
-    earlier = record.get("replaces") if record is not None else None
-    ref = str(earlier[0]) if earlier else message_ref(message)
+    ref = str(original_refs(message)[0])
     # A message with a known token count (``tokens``) says nothing of its text's density.
     known = max(size - overhead, 1) if message.tokens is None else None
     found = cut_counted(

@@ -38,6 +38,7 @@ __all__ = [
     "is_synthetic",
     "mark",
     "message_ref",
+    "original_refs",
     "parse",
     "provenance",
 ]
@@ -131,6 +132,15 @@ def message_ref(message: Message) -> str:
     return "sha1:" + digest.hexdigest()[:16]
 
 
+def original_refs(message: Message) -> tuple[str, ...]:
+    """The recall ids of the originals ``message`` stands for: an earlier stand-in's (a note,
+    a placeholder, a cut) whole list, else the message's own fingerprint. What :func:`mark`
+    records for it, and what a marker written over it names."""
+    record = provenance(message)
+    earlier = record.get("replaces") if record is not None else None
+    return tuple(earlier) if earlier else (message_ref(message),)
+
+
 def mark(
     message: Message,
     *,
@@ -155,15 +165,7 @@ def mark(
     """
     olds = list(replaces)
     if refs is None:
-        read: list[str] = []
-        for old in olds:
-            record = provenance(old)
-            earlier = record.get("replaces") if record is not None else None
-            if earlier:
-                read.extend(earlier)
-            else:
-                read.append(message_ref(old))
-        refs = read
+        refs = [ref for old in olds for ref in original_refs(old)]
     carried: dict[str, Any] = {}
     if len(olds) == 1 and kind in ("truncated", "placeholder"):
         # The same message with less text: a cut note or summary is still a stand-in (never a

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..media import media_tokens
 from ..messages import Message
 from ..tokens import TokenCounter
-from ..transcript import Transcript, message_ref, provenance
+from ..transcript import Transcript, original_refs, provenance
 
 __all__: list[str] = []
 
@@ -72,31 +72,24 @@ class _Known:
     originals (a tighter marker, a lower floor), and their recall ids and markers do not
     change from pass to pass. Keyed by ``id``: the originals live for the whole rewrite."""
 
-    __slots__ = ("counter", "markers", "read", "refs", "texts")
+    __slots__ = ("counter", "markers", "read", "texts")
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
-        self.refs: dict[int, str] = {}
         self.read: dict[int, tuple[str, ...]] = {}  # what ``mark`` records each stands for
         self.markers: dict[tuple[int, str], int] = {}
         self.texts: dict[str, int] = {}  # short values of tool-call arguments, their markers
 
     def ref(self, message: Message) -> str:
         """The recall id of the original ``message`` stands for."""
-        ref = self.refs.get(id(message))
-        if ref is None:
-            ref = self.refs[id(message)] = _original_ref(message)
-        return ref
+        return str(self.refs_of(message)[0])
 
     def refs_of(self, message: Message) -> tuple[str, ...]:
         """The recall ids a cut of ``message`` records, read as :func:`mark` reads them (an
         earlier cut's whole list, else the fingerprint): once, not once per pass."""
         refs = self.read.get(id(message))
         if refs is None:
-            record = provenance(message)
-            earlier = record.get("replaces") if record is not None else None
-            refs = tuple(earlier) if earlier else (self.ref(message),)
-            self.read[id(message)] = refs
+            refs = self.read[id(message)] = original_refs(message)
         return refs
 
     def marker_tokens(self, message: Message, marker: str) -> int:
@@ -119,12 +112,3 @@ def _count(counter: TokenCounter, message: Message, text_tokens: int | None) -> 
     learnt from that instead of encoding the cut again."""
     learn = getattr(counter, "learn", None) if text_tokens is not None else None
     return counter.count(message) if learn is None else int(learn(message, text_tokens))
-
-
-def _original_ref(message: Message) -> str:
-    """The recall id of the original ``message`` stands for (itself when it is original)."""
-    record = provenance(message)
-    replaces = record.get("replaces") if record is not None else None
-    if replaces:
-        return str(replaces[0])
-    return message_ref(message)

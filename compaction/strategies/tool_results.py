@@ -27,7 +27,7 @@ from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
 from ..trace import cut_message
-from ..transcript import is_pinned, mark, message_ref, parse, provenance
+from ..transcript import is_pinned, mark, original_refs, parse, provenance
 from ..validate import validate
 
 __all__ = ["DEFAULT_PLACEHOLDER", "ToolResults"]
@@ -162,10 +162,9 @@ class ToolResults(Strategy):
         """The placeholder message that stands for ``result`` (provenance in ``meta``)."""
         tool_name = call.name if call is not None else (result.name or "tool")
         record = provenance(result)
-        earlier = record.get("replaces") if record is not None else None
         # What mark records for it, read once: its own fingerprint reads the whole output.
-        ref = str(earlier[0]) if earlier else message_ref(result)
-        refs = list(earlier) if earlier else [ref]
+        refs = original_refs(result)
+        ref = str(refs[0])
         # Read once: the text names them and the meta records them all.
         all_errors = error_names(result.content)
         all_failing = failing_tests(result.content)
