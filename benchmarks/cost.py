@@ -2,11 +2,12 @@
 
 On every shared transcript whose log records time (Claude Code, mini-swe-agent), with a window
 of half its size: no compaction (its requests may not fit), the default trigger (compact at
-70%, down to 40%), the cache-aware trigger (:class:`compaction.cache_policy.CacheAware`), and
+70%, down to 40%), the cache-aware trigger (:class:`compaction.pricing.cache_policy.CacheAware`),
+and
 LangChain's SummarizationMiddleware (replayed as :mod:`benchmarks.frameworks` does). Every
-call is priced by a :class:`compaction.cost.CacheMeter` at the time the log records; the
+call is priced by a :class:`compaction.pricing.cost.CacheMeter` at the time the log records; the
 model is the one the log names when the price table has it. Also: the recorded-bill check
-(:func:`compaction.bill_check.check_bill`), per file.
+(:func:`compaction.pricing.bill_check.check_bill`), per file.
 
 Run: ``python -m benchmarks.cost [TRANSCRIPTS_DIR]`` (prints Markdown), or the ``cost`` suite
 of run.py.
@@ -19,12 +20,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from compaction.bill_check import check_bill
-from compaction.cache_policy import CacheAware
-from compaction.cost import CacheMeter
 from compaction.messages import Message
-from compaction.prices import Price, PriceError, price_for
-from compaction.recorded import call_time, recorded_usage
+from compaction.pricing.bill_check import check_bill
+from compaction.pricing.cache_policy import CacheAware
+from compaction.pricing.cost import CacheMeter
+from compaction.pricing.prices import Price, PriceError, price_for
+from compaction.pricing.recorded import call_time, recorded_usage
 from compaction.replay import replay
 from compaction.tokens import TiktokenCounter
 from compaction.trigger import Compactor
@@ -262,11 +263,13 @@ def markdown(result: dict[str, Any]) -> list[str]:
     lines += [
         "Every transcript whose log records the time of its calls, with a window of half its "
         "size, priced call by call with the provider's prompt cache "
-        "(`compaction.cost.CacheMeter`, prices from `compaction/prices.toml`, as the model the "
-        "log names; TTL as the log recorded, else the model's first). No compaction may not "
+        "(`compaction.pricing.cost.CacheMeter`, prices from "
+        "`compaction/pricing/prices.toml`, as the model the log names; TTL as the log "
+        "recorded, else the model's first). No compaction may not "
         "fit the window; a call without the task is one whose request lost the original task. "
-        "Below: the recorded-bill check (`compaction.bill_check`), each log replayed with no "
-        "compaction against the cache reads and writes its provider billed; see docs/cost.md.",
+        "Below: the recorded-bill check (`compaction.pricing.bill_check`), each log "
+        "replayed with no compaction against the cache reads and writes its provider billed; "
+        "see docs/cost.md.",
         "",
     ]
     if not result["rows"]:

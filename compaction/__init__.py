@@ -10,8 +10,9 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from . import events
+from . import _moved, events
 from .budget import Budget
+from .memory.transcript import parse
 from .messages import Message, ToolCall, assistant, system, tool, user
 from .pipeline import CompactionPipeline
 from .registry import ConfigError, UnknownStrategyError, ladder_from_config, load_ladder, registry
@@ -23,8 +24,9 @@ from .tokens import (
     TiktokenCounter,
     TokenCounter,
 )
-from .transcript import parse
 from .validate import InvalidConversationError, is_valid, problems, validate
+
+_moved.install()
 
 __version__ = "0.1.0"
 

@@ -18,8 +18,8 @@ import attrs
 
 from ._log import log
 from .messages import Message
+from .pricing.usage import usage_tokens
 from .tokens import TokenCounter
-from .usage import usage_tokens
 
 
 @attrs.define(slots=True)

@@ -17,8 +17,8 @@ with the previous request is known without comparing when no compaction happened
 (the request then extends the previous one by construction) and compared message by message
 only after a compaction, and the transcript is never sliced per call.
 
-Given a :class:`~compaction.prices.Price`, every call is also priced with the provider's
-prompt cache followed by a :class:`~compaction.cost.CacheMeter` (cache reads, writes,
+Given a :class:`~compaction.pricing.prices.Price`, every call is also priced with the provider's
+prompt cache followed by a :class:`~compaction.pricing.cost.CacheMeter` (cache reads, writes,
 uncached input, output, USD), and so is the same call with no compaction at all (the
 *baseline*: the transcript as it was, side by side). Time comes from the log where it is
 recorded, else from ``cadence`` seconds between calls; output sizes from the recorded usage,
@@ -33,10 +33,10 @@ from typing import Any, overload
 import attrs
 
 from . import events
-from .cost import CacheMeter, CallCost, CostTotals
 from .messages import Message
-from .prices import Price
-from .recorded import call_time, recorded_usage
+from .pricing.cost import CacheMeter, CallCost, CostTotals
+from .pricing.prices import Price
+from .pricing.recorded import call_time, recorded_usage
 from .trigger import Compactor
 
 __all__ = ["ReplayRecord", "ReplayTotals", "replay"]
@@ -58,7 +58,7 @@ class ReplayRecord:
     - ``request``: the request itself, when asked for (``keep_requests=True``).
     - Priced replays only: ``at`` the call's time in seconds (from the log, or the cadence:
       ``timed`` says which); ``output_tokens``; ``cost`` and ``baseline`` the call's
-      :class:`~compaction.cost.CallCost` compacted and with no compaction (whose request is
+      :class:`~compaction.pricing.cost.CallCost` compacted and with no compaction (whose request is
       ``baseline_tokens``); ``summary_tokens`` the (input, output) tokens of summariser calls
       made by this call's compaction.
     """
@@ -89,7 +89,7 @@ class ReplayTotals:
 
     ``cache_share`` is the share of all tokens sent that were an unchanged prefix of the
     previous request; ``strategies`` counts how often each strategy applied. A priced
-    replay adds ``cost`` and ``baseline`` (:class:`~compaction.cost.CostTotals`, compacted
+    replay adds ``cost`` and ``baseline`` (:class:`~compaction.pricing.cost.CostTotals`, compacted
     and with no compaction) and ``baseline_max_tokens``, the largest uncompacted request.
     """
 

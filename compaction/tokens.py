@@ -62,11 +62,11 @@ _media_tokens: _MediaTokens | None = None
 
 
 def _load_media_tokens() -> _MediaTokens:
-    """:func:`compaction.media.media_tokens`, imported when a message first carries media
+    """:func:`compaction.media.count.media_tokens`, imported when a message first carries media
     (so `import compaction` does not pay for it) and kept, so a count does not pay for an
     import statement either."""
     global _media_tokens
-    from .media import media_tokens
+    from .media.count import media_tokens
 
     _media_tokens = media_tokens
     return media_tokens

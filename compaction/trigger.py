@@ -87,9 +87,9 @@ from .checks import check_labels
 from .ladder import default_pipeline
 from .messages import Message
 from .pipeline import CompactionPipeline
+from .pricing.usage import usage_tokens
 from .result import CompactionResult
 from .tokens import TokenCounter
-from .usage import usage_tokens
 
 __all__ = ["Compactor", "CompactorStats", "default_pipeline", "usage_tokens"]
 
@@ -129,7 +129,7 @@ class Compactor(_ConversationView):
     compaction must save to be taken (capped at half the gap between the marks);
     ``strict_floor`` (with the default pipeline) keeps an over-target result rather than
     cutting protected messages to fit; ``policy`` decides when to compact in place of the
-    fixed ``compact_at`` mark (:class:`compaction.cache_policy.CacheAware`). See the module
+    fixed ``compact_at`` mark (:class:`compaction.pricing.cache_policy.CacheAware`). See the module
     docstring for the contract.
     """
 
@@ -197,7 +197,8 @@ class Compactor(_ConversationView):
         self.stats = CompactorStats()
         #: The result of the last pipeline run in the last call, or None when it did not run.
         self.last_result: CompactionResult | None = None
-        #: When to compact instead of the fixed mark (e.g. compaction.cache_policy.CacheAware).
+        #: When to compact instead of the fixed mark (e.g.
+        #: compaction.pricing.cache_policy.CacheAware).
         self.policy = policy
         if policy is not None:
             policy.attach(self)

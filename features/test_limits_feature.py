@@ -6,8 +6,8 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from compaction import ApproximateCounter, Message, ToolCall, validate
+from compaction.memory.transcript import provenance
 from compaction.messages import assistant, system, tool, user
-from compaction.transcript import provenance
 from compaction.trigger import Compactor, default_pipeline
 
 scenarios("limits.feature")

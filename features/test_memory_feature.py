@@ -8,10 +8,10 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from compaction import ApproximateCounter, CompactionPipeline, Message, ToolCall
+from compaction.memory.transcript import WORDS_SHARE, is_note, is_person_written, provenance
 from compaction.messages import assistant, system, tool, user
 from compaction.strategies.sliding_window import SlidingWindow
 from compaction.strategies.tool_results import ToolResults
-from compaction.transcript import WORDS_SHARE, is_note, is_person_written, provenance
 from compaction.trigger import default_pipeline
 
 scenarios("memory.feature")

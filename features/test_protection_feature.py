@@ -10,12 +10,12 @@ from pytest_bdd import given, parsers, scenarios, then, when
 
 from compaction import ApproximateCounter, CompactionPipeline, Message, ToolCall, validate
 from compaction.formats import load
+from compaction.memory.transcript import is_note, message_ref, parse, provenance
 from compaction.messages import assistant, system, tool, user
 from compaction.sessions import SessionStore
 from compaction.strategies.sliding_window import SlidingWindow
 from compaction.strategies.summary import Summary
 from compaction.strategies.tool_results import ToolResults
-from compaction.transcript import is_note, message_ref, parse, provenance
 from compaction.trigger import default_pipeline
 
 scenarios("protection.feature")

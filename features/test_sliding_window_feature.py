@@ -22,9 +22,9 @@ from compaction import (
     ToolCall,
     validate,
 )
+from compaction.memory.transcript import is_note, mark, provenance
 from compaction.registry import registry
 from compaction.strategies.sliding_window import SlidingWindow
-from compaction.transcript import is_note, mark, provenance
 
 scenarios("sliding_window.feature")
 

@@ -12,9 +12,9 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from compaction import ApproximateCounter, CompactionPipeline, ToolCall, events, validate
+from compaction.memory.transcript import is_note, message_ref, parse, provenance
 from compaction.messages import assistant, system, tool, user
 from compaction.strategies.summary import Summary
-from compaction.transcript import is_note, message_ref, parse, provenance
 
 tool_results = pytest.importorskip("compaction.strategies.tool_results")
 

@@ -6,10 +6,10 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from compaction import events
+from compaction.memory.transcript import provenance
 from compaction.messages import Message, ToolCall
 from compaction.strategies.tool_results import ToolResults
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import provenance
 from compaction.validate import validate
 
 scenarios("tool_results.feature")

@@ -17,8 +17,8 @@ import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
 
 from compaction.loop import MISSING, LoopResult, TurnLoop, chain
+from compaction.memory.transcript import provenance
 from compaction.messages import Message, ToolCall, assistant, user
-from compaction.transcript import provenance
 
 scenarios("turn_loop.feature")
 

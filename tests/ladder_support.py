@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Sequence
 
 from compaction import Message, Strategy, ToolCall
+from compaction.memory.transcript import parse
 from compaction.tokens import TokenCounter
-from compaction.transcript import parse
 
 
 class Recording(Strategy):

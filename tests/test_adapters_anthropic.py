@@ -15,7 +15,7 @@ from compaction import Message, ToolCall
 from compaction.adapters import AdapterError
 from compaction.adapters.anthropic import AnthropicRequest, from_anthropic, to_anthropic
 from compaction.adapters.openai import from_openai, to_openai
-from compaction.transcript import mark
+from compaction.memory.transcript import mark
 from compaction.validate import validate
 from tests.conversations import conversations
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from compaction import Message, ToolCall
 from compaction.adapters import AdapterError
 from compaction.adapters.openai import from_openai, to_openai
-from compaction.transcript import mark
+from compaction.memory.transcript import mark
 from compaction.validate import validate
 from tests.conversations import conversations
 

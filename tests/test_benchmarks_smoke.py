@@ -26,7 +26,7 @@ from benchmarks.run import SUITES
 from benchmarks.synthetic import conversation
 from compaction import Message, ToolCall
 from compaction.adapters.openai import to_openai
-from compaction.transcript import mark
+from compaction.memory.transcript import mark
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"

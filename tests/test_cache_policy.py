@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compaction import events
-from compaction.cache_policy import CacheAware
 from compaction.formats import load
-from compaction.prices import price_for
+from compaction.pricing.cache_policy import CacheAware
+from compaction.pricing.prices import price_for
 from compaction.replay import replay
 from compaction.tokens import TiktokenCounter
 from compaction.trigger import Compactor

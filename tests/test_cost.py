@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.cost import CacheMeter, CostTotals
-from compaction.earnings import earnings
 from compaction.formats import load
-from compaction.prices import PriceError, default_prices, load_prices, price_for
+from compaction.pricing.cost import CacheMeter, CostTotals
+from compaction.pricing.earnings import earnings
+from compaction.pricing.prices import PriceError, default_prices, load_prices, price_for
 from compaction.replay import ReplayTotals, replay
 from compaction.tokens import TiktokenCounter
 from compaction.trigger import Compactor

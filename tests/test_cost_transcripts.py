@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from compaction.bill_check import check_bill
-from compaction.cache_policy import CacheAware
 from compaction.formats import load
-from compaction.prices import price_for
+from compaction.pricing.bill_check import check_bill
+from compaction.pricing.cache_policy import CacheAware
+from compaction.pricing.prices import price_for
 from compaction.replay import replay
 from compaction.tokens import TiktokenCounter
 from compaction.trigger import Compactor

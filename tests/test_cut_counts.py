@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compaction import Message, TiktokenCounter, ToolCall
+from compaction.memory.trace import cut_counted, cut_message
+from compaction.memory.transcript import mark
 from compaction.messages import assistant, system, tool, user
 from compaction.strategies.fit import Fit
-from compaction.trace import cut_counted, cut_message
-from compaction.transcript import mark
 
 # Texts of every kind a cut meets: prose, code, whitespace runs, non-ASCII.
 TEXT = st.text(

@@ -1,7 +1,7 @@
 """The fact readers' shortcuts find exactly what their regexes find.
 
-:func:`compaction.facts.failing_tests` finds failing lines from their keywords by substring
-search and :func:`compaction.facts.exit_code` skips output whose head cannot hold an exit
+:func:`compaction.memory.facts.failing_tests` finds failing lines from their keywords by substring
+search and :func:`compaction.memory.facts.exit_code` skips output whose head cannot hold an exit
 status: both run on every tool output a layer clears or drops, so they must be cheap, and a
 shortcut that misses a failing test id or an exit code would silently thin the ledger. Each is
 checked here against the plain regex reading it stands for, on generated text built from the
@@ -14,7 +14,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.facts import _EXIT, _FAILED_WORD, _NODE_ID, exit_code, failing_tests
+from compaction.memory.facts import _EXIT, _FAILED_WORD, _NODE_ID, exit_code, failing_tests
 
 _PIECES = [
     "FAIL",

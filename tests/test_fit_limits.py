@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compaction import Budget, CompactionPipeline, Message, Strategy, ToolCall, validate
+from compaction.memory.transcript import provenance
 from compaction.messages import assistant, system, tool, user
 from compaction.strategies.fit import Fit
 from compaction.tokens import ApproximateCounter, TiktokenCounter, TokenCounter
-from compaction.transcript import provenance
 from compaction.trigger import Compactor, default_pipeline
 
 COUNTER = ApproximateCounter()
@@ -250,8 +250,8 @@ def _counts(messages: Sequence[Message], counter: TokenCounter) -> list[int]:
 
 
 def test_a_cut_note_stays_a_note_and_never_becomes_the_task():
+    from compaction.memory.transcript import is_note, parse
     from compaction.strategies.sliding_window import SlidingWindow
-    from compaction.transcript import is_note, parse
 
     msgs = [system("s"), user("demo " * 10, meta={"synthetic": True}), user("the real task")]
     for n in range(6):

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import pytest
 
 from compaction import Message, TiktokenCounter, validate
+from compaction.memory.transcript import message_ref, parse, provenance
 from compaction.replay import replay
-from compaction.transcript import message_ref, parse, provenance
 from compaction.trigger import Compactor, default_pipeline
 
 from .conftest import TRANSCRIPTS, transcript_files

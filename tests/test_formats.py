@@ -11,7 +11,7 @@ import pytest
 
 from compaction.formats import FormatError, detect_format, dump, dumps, load, loads
 from compaction.formats.repair import NO_RESULT
-from compaction.transcript import is_note, parse, provenance
+from compaction.memory.transcript import is_note, parse, provenance
 from compaction.validate import validate
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "formats"
@@ -287,7 +287,7 @@ def test_claude_code_subagent_file_reads_on_its_own_and_sidechains_are_split(tmp
 def test_claude_code_harness_text_is_never_the_task_anchor(tmp_path):
     # Reminders (isMeta), interruption markers and task notifications are user-role lines
     # Claude Code writes itself; the request the user typed stays the task anchor.
-    from compaction.transcript import is_synthetic, parse
+    from compaction.memory.transcript import is_synthetic, parse
 
     def line(uuid: str, text: str, **extra: object) -> str:
         record = {

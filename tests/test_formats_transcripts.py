@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from compaction.formats import dumps, load, loads
-from compaction.transcript import is_note, parse
+from compaction.memory.transcript import is_note, parse
 from compaction.validate import validate
 from tests.conftest import TRANSCRIPTS, transcript_files
 

@@ -9,14 +9,14 @@ import time
 import pytest
 
 from compaction import ApproximateCounter, ToolCall
-from compaction.facts import exit_code, failing_tests
-from compaction.ledger import Ledger, ledger_of
+from compaction.memory.facts import exit_code, failing_tests
+from compaction.memory.ledger import Ledger, ledger_of
+from compaction.memory.note import MAX_NOTE_CHARS, ledger_cap, ledger_text
+from compaction.memory.shell import command_files
+from compaction.memory.transcript import PROVENANCE_KEY, is_note, parse, provenance
+from compaction.memory.words import statements, supersedes
 from compaction.messages import Message, assistant, system, tool, user
-from compaction.note import MAX_NOTE_CHARS, ledger_cap, ledger_text
-from compaction.shell import command_files
-from compaction.transcript import PROVENANCE_KEY, is_note, parse, provenance
 from compaction.trigger import default_pipeline
-from compaction.words import statements, supersedes
 
 from .conftest import transcript_files
 
@@ -266,7 +266,7 @@ def test_the_person_s_newest_messages_are_protected_newest_first_within_their_sh
 
 
 def test_a_cut_note_is_still_a_stand_in_and_keeps_its_ledger():
-    from compaction.transcript import mark
+    from compaction.memory.transcript import mark
 
     ledger = ledger_of([user("Never rebase main on Fridays.")])
     note = Message(

@@ -18,10 +18,10 @@ from compaction.loop import (
     TurnLoop,
     chain,
 )
+from compaction.memory.transcript import provenance
 from compaction.messages import Message, ToolCall, assistant, system, tool, user
 from compaction.registry import ConfigError
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import provenance
 from compaction.validate import InvalidConversationError, validate
 
 from .model_server import ScriptedChatServer, text_reply, tool_call_reply
@@ -561,7 +561,7 @@ def test_tool_schema_from_a_signature():
 
 def test_end_to_end_with_the_openai_client():
     pytest.importorskip("openai")
-    from compaction.models import OpenAIChatModel
+    from compaction.loop.models import OpenAIChatModel
 
     script = [tool_call_reply("add", {"a": 20, "b": 22}, "call_9"), text_reply("It is 42.")]
     # A provider whose count is plausible for the request (tool schemas included): usage
@@ -593,7 +593,7 @@ def test_end_to_end_with_the_openai_client():
 
 def test_end_to_end_with_the_async_openai_client():
     pytest.importorskip("openai")
-    from compaction.models import AsyncOpenAIChatModel
+    from compaction.loop.models import AsyncOpenAIChatModel
 
     script = [tool_call_reply("set_stage", {"stage": "drafting"}), text_reply("Drafting now.")]
     context: dict = {}
@@ -612,7 +612,7 @@ def test_end_to_end_with_the_async_openai_client():
 
 def test_server_errors_reach_the_caller():
     openai = pytest.importorskip("openai")
-    from compaction.models import OpenAIChatModel
+    from compaction.loop.models import OpenAIChatModel
 
     with ScriptedChatServer([]) as server:
         model = OpenAIChatModel(

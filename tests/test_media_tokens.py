@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from compaction import ApproximateCounter, TiktokenCounter
 from compaction.adapters.anthropic import from_anthropic
 from compaction.adapters.openai import from_openai
-from compaction.media import (
+from compaction.media.count import (
     ANTHROPIC_IMAGE_MAX,
     OPENAI_IMAGE_MAX,
     PDF_PAGE_TOKENS,

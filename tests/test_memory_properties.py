@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compaction import ToolCall
+from compaction.memory.transcript import is_note, parse, provenance
 from compaction.messages import Message, assistant, system, tool, user
 from compaction.pipeline import CompactionPipeline
 from compaction.strategies.fit import Fit
@@ -27,7 +28,6 @@ from compaction.strategies.sliding_window import SlidingWindow
 from compaction.strategies.summary import Summary
 from compaction.strategies.tool_results import ToolResults
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import is_note, parse, provenance
 
 PROPERTY = settings(
     max_examples=120,

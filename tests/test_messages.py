@@ -8,8 +8,8 @@ import attrs
 import pytest
 
 from compaction import InvalidConversationError, Message, ToolCall, validate
+from compaction.memory.transcript import is_note, mark, message_ref, parse, provenance
 from compaction.messages import assistant, system, tool, user
-from compaction.transcript import is_note, mark, message_ref, parse, provenance
 from compaction.validate import problems
 
 

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
+from compaction.loop.models import AsyncOpenAIChatModel, OpenAIChatModel
 from compaction.messages import user
-from compaction.models import AsyncOpenAIChatModel, OpenAIChatModel
 
 from .chat_server import ChatServer
 

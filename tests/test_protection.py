@@ -14,6 +14,8 @@ from hypothesis import strategies as st
 
 from compaction import CompactionPipeline, Message, ToolCall, validate
 from compaction.formats import load
+from compaction.memory.trace import MAX_NOTE_CHARS, facts_of, note_text
+from compaction.memory.transcript import is_note, message_ref, parse, provenance
 from compaction.messages import assistant, system, tool, user
 from compaction.registry import registry
 from compaction.sessions import SessionStore
@@ -23,8 +25,6 @@ from compaction.strategies.summary import Summary
 from compaction.strategies.tool_results import ToolResults
 from compaction.summarizers import ExtractiveSummarizer
 from compaction.tokens import ApproximateCounter
-from compaction.trace import MAX_NOTE_CHARS, facts_of, note_text
-from compaction.transcript import is_note, message_ref, parse, provenance
 from compaction.trigger import Compactor, default_pipeline
 from tests.conversations import conversations
 

@@ -28,10 +28,10 @@ from typing import Any
 import pytest
 
 from compaction import CompactionPipeline, Message, TiktokenCounter, ToolCall, validate
+from compaction.memory.transcript import message_ref, parse, provenance
 from compaction.replay import replay
 from compaction.strategies.sliding_window import SlidingWindow
 from compaction.strategies.tool_results import ToolResults
-from compaction.transcript import message_ref, parse, provenance
 from compaction.trigger import Compactor, default_pipeline
 
 from .conftest import TRANSCRIPTS, transcript_files

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from compaction import CompactionPipeline, Message, TiktokenCounter, validate
+from compaction.memory.transcript import parse
 from compaction.strategies.sliding_window import SlidingWindow
-from compaction.transcript import parse
 
 pytestmark = pytest.mark.transcripts
 

@@ -269,7 +269,7 @@ def test_litellm_hook_gives_spec_and_handler() -> None:
 def test_unknown_bad_and_oversized_ids_are_answered_plainly() -> None:
     from compaction import Message
     from compaction.integrations.recall_tools import MessagesRecall, recall_answer
-    from compaction.transcript import message_ref
+    from compaction.memory.transcript import message_ref
 
     history = [Message("user", "the task"), Message("assistant", "the answer")]
     assert recall_answer(message_ref(history[1]), history) == "the answer"
@@ -291,7 +291,7 @@ def test_every_original_in_a_history_is_recalled_by_its_ref() -> None:
 
     from compaction import Message
     from compaction.integrations.recall_tools import find_original
-    from compaction.transcript import message_ref
+    from compaction.memory.transcript import message_ref
 
     texts = st.text(min_size=1, max_size=40)
     messages = st.lists(

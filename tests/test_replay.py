@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import pytest
 
+from compaction.memory.transcript import mark, parse
 from compaction.messages import Message, ToolCall, assistant, system, tool, user
 from compaction.pipeline import CompactionPipeline
 from compaction.replay import ReplayRecord, ReplayTotals, replay
 from compaction.strategy import Strategy
 from compaction.tokens import ApproximateCounter, TiktokenCounter, TokenCounter
-from compaction.transcript import mark, parse
 from compaction.trigger import Compactor
 from compaction.validate import validate
 

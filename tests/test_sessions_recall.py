@@ -1,6 +1,6 @@
 """Nothing is lost to compaction: the stored view, and recall of what a strategy replaced.
 
-The compacted views are built by hand with compaction.transcript.mark, exactly as strategies
+The compacted views are built by hand with compaction.memory.transcript.mark, exactly as strategies
 record their provenance, so these tests do not depend on any particular strategy.
 """
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from compaction.memory.transcript import mark, message_ref, provenance
 from compaction.messages import Message, ToolCall
 from compaction.sessions import Session, SessionStore
-from compaction.transcript import mark, message_ref, provenance
 
 WORKER = Path(__file__).resolve().parent / "helpers_sessions" / "worker.py"
 

@@ -1,7 +1,8 @@
 """The ledger's shell reader splits a command line exactly as :mod:`shlex` does, and finds the
 paths in code exactly as its path regex does over the whole text.
 
-``compaction.shell`` reads every command a ledger records; shlex's per-character loop was most
+``compaction.memory.shell`` reads every command a ledger records; shlex's per-character loop was
+most
 of that cost, so the line is split by a regex instead. What the reader concludes (a file read, a
 file edited, a sed script that is no path) depends on the tokens, so the tokens must be shlex's,
 quote for quote and escape for escape, and an unclosed quote must be refused as shlex refuses it.
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.shell import _PATH, _split, paths_in
+from compaction.memory.shell import _PATH, _split, paths_in
 
 from .conftest import transcript_files
 
@@ -65,8 +66,8 @@ def test_quotes_escapes_and_punctuation_as_shlex_reads_them() -> None:
 @pytest.mark.parametrize("path", transcript_files(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_command_of_a_real_transcript_splits_as_shlex_does(path) -> None:
     """Every line of every command the agent ran, as the ledger reads it: the same tokens."""
-    from compaction.facts import COMMAND_KEYS, call_arguments
     from compaction.formats import load
+    from compaction.memory.facts import COMMAND_KEYS, call_arguments
 
     for message in load(path).messages:
         for call in message.tool_calls:

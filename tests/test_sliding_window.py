@@ -8,13 +8,13 @@ from hypothesis import strategies as st
 
 from compaction import events
 from compaction.budget import Budget
+from compaction.memory.transcript import is_note, mark, message_ref, parse, provenance
 from compaction.messages import Message, ToolCall
 from compaction.pipeline import CompactionPipeline
 from compaction.registry import Registry, registry
 from compaction.strategies.sliding_window import SlidingWindow
 from compaction.strategy import Capabilities, Strategy
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import is_note, mark, message_ref, parse, provenance
 from compaction.validate import InvalidConversationError, validate
 from tests.conversations import conversations
 

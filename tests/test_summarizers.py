@@ -8,6 +8,7 @@ import asyncio
 import pytest
 
 from compaction import CompactionPipeline, ToolCall
+from compaction.memory.transcript import mark, provenance
 from compaction.messages import assistant, tool, user
 from compaction.strategies.summary import Summary
 from compaction.summarizers import (
@@ -17,7 +18,6 @@ from compaction.summarizers import (
     summarizer_name,
 )
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import mark, provenance
 
 from .chat_server import ChatServer
 from .conversations import coding_conversation

@@ -11,12 +11,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compaction import CompactionPipeline, Message, ToolCall, events, validate
+from compaction.memory.transcript import is_note, mark, message_ref, parse, provenance
 from compaction.messages import assistant, system, tool, user
 from compaction.registry import registry
 from compaction.strategies.summary import Summary
 from compaction.summarizers import ExtractiveSummarizer
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import is_note, mark, message_ref, parse, provenance
 
 from .conversations import conversations
 

@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compaction import CompactionPipeline, SlidingWindow, ToolCall
+from compaction.memory.transcript import is_note, provenance
 from compaction.messages import assistant, system, tool, user
 from compaction.strategies.summary import Summary
 from compaction.summarizers import render_transcript
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import is_note, provenance
 
 from .conversations import conversations
 

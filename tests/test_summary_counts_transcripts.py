@@ -7,9 +7,9 @@ import re
 import pytest
 
 from compaction import CompactionPipeline, SlidingWindow, ToolResults, validate
+from compaction.memory.transcript import is_note, provenance
 from compaction.strategies.summary import Summary
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import is_note, provenance
 
 from .conftest import transcript_files
 

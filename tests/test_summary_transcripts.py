@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from compaction import CompactionPipeline, validate
+from compaction.memory.transcript import is_note, message_ref, parse, provenance
 from compaction.strategies.summary import Summary
 from compaction.summarizers import ExtractiveSummarizer
 from compaction.tokens import ApproximateCounter
-from compaction.transcript import is_note, message_ref, parse, provenance
 
 from .conftest import transcript_files
 from .ladder_support import irreducible_tokens

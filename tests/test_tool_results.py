@@ -8,12 +8,12 @@ import json
 import pytest
 
 from compaction import events
+from compaction.memory.transcript import message_ref, provenance
 from compaction.messages import Message, ToolCall, assistant, system, tool, user
 from compaction.pipeline import CompactionPipeline
 from compaction.registry import registry
 from compaction.strategies.tool_results import DEFAULT_PLACEHOLDER, ToolResults
 from compaction.tokens import ApproximateCounter, TiktokenCounter
-from compaction.transcript import message_ref, provenance
 from compaction.validate import InvalidConversationError, validate
 
 

@@ -12,11 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from compaction import events
+from compaction.memory.transcript import mark, parse
 from compaction.messages import Message, ToolCall, assistant, system, tool, user
 from compaction.pipeline import CompactionPipeline
 from compaction.strategy import Strategy
 from compaction.tokens import ApproximateCounter, TokenCounter
-from compaction.transcript import mark, parse
 from compaction.trigger import Compactor, usage_tokens
 from compaction.validate import validate
 

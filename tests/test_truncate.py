@@ -10,12 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compaction import events
+from compaction.memory.transcript import message_ref, parse, provenance
 from compaction.messages import Message, ToolCall, assistant, system, tool, user
 from compaction.pipeline import CompactionPipeline
 from compaction.registry import registry
 from compaction.strategies.truncate import DEFAULT_MARKER, Truncate
 from compaction.tokens import ApproximateCounter, TiktokenCounter
-from compaction.transcript import message_ref, parse, provenance
 from compaction.validate import InvalidConversationError, validate
 
 CUT = re.compile(r"\[… ([\d,]+) characters cut …\]")
@@ -221,7 +221,7 @@ def test_exact_limit_is_not_cut():
 
 
 def test_notes_and_placeholders_are_left_alone():
-    from compaction.transcript import mark
+    from compaction.memory.transcript import mark
 
     note = mark(user("N" * 3000), strategy="sliding_window", kind="note")
     placeholder = mark(tool("c", "P" * 3000), strategy="tool_results", kind="placeholder")

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
+from compaction.memory.transcript import parse
 from compaction.messages import Message, system, tool
 from compaction.pipeline import CompactionPipeline
 from compaction.strategies.tool_results import ToolResults
 from compaction.strategies.truncate import Truncate
 from compaction.strategy import Strategy
 from compaction.tokens import ApproximateCounter, TiktokenCounter
-from compaction.transcript import parse
 from compaction.validate import InvalidConversationError, problems, validate
 
 from .conftest import transcript_files

@@ -14,10 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from compaction import Message
+from compaction.memory.transcript import parse
 from compaction.strategies._window_notes import WindowNotes
 from compaction.strategies.sliding_window import SlidingWindow
 from compaction.tokens import ApproximateCounter, TiktokenCounter
-from compaction.transcript import parse
 
 from .conftest import transcript_files
 from .conversations import conversations

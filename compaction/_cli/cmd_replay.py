@@ -218,7 +218,7 @@ def _compactor(
 
     policy = None
     if options.get("policy") == "cache-aware":
-        from ..cache_policy import CacheAware
+        from ..pricing.cache_policy import CacheAware
 
         price = _price(options)
         if price is None:

@@ -17,7 +17,7 @@ __all__ = ["print_priced"]
 
 def _price(options: dict[str, Any]) -> Any:
     """The price row asked for (None: no pricing); a bad table or model is bad usage."""
-    from ..prices import PriceError, default_prices, load_prices, price_for
+    from ..pricing.prices import PriceError, default_prices, load_prices, price_for
 
     if not options.get("price"):
         return None
@@ -45,7 +45,7 @@ def _price_info(price: Any, compactor: Any, options: dict[str, Any]) -> dict[str
 
 
 def _earnings(records: Any, price: Any) -> list[dict[str, Any]]:
-    from ..earnings import earnings
+    from ..pricing.earnings import earnings
 
     return [
         {

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from ..memory.transcript import PROVENANCE_KEY
 from ..messages import Message
-from ..transcript import PROVENANCE_KEY
 
 __all__ = ["is_cut", "with_text"]
 

@@ -18,7 +18,7 @@ Writing reverses it. A message nothing rewrote goes back out as the very item ob
 read from (the Agents SDK matches items by identity); a rewritten one is written from its new
 text: assistant text as an assistant message, calls from their original items, tool output as
 a ``function_call_output``. Items that are not text (reasoning, hosted calls) are not counted as
-text; images and files in user messages are counted by :mod:`compaction.media`.
+text; images and files in user messages are counted by :mod:`compaction.media.count`.
 """
 
 from __future__ import annotations

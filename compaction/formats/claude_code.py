@@ -11,7 +11,8 @@ the rest (``progress``, ``file-history-snapshot``, ``system``, ``summary``,
 - Tool results arrive as ``tool_result`` blocks inside ``user`` lines; each becomes a tool
   message whose ``id`` is the line's ``uuid``. User text lines keep their ``uuid`` as id.
 - A previous compaction (``isCompactSummary``) is kept where it is, marked as a summary with
-  :func:`compaction.transcript.mark` (strategy ``"claude-code"``), so it is never taken as the
+  :func:`compaction.memory.transcript.mark` (strategy ``"claude-code"``), so it is never taken as
+  the
   task anchor; it records the messages it replaced, which stay in the log before it.
 - Subagent files (``subagents/agent-*.jsonl``, every record ``isSidechain``) read on their own.
   A main log that also holds sidechain records (older versions) keeps only its main chain.
@@ -29,8 +30,8 @@ from typing import Any, Final
 
 from ..adapters import AdapterError
 from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
+from ..memory.transcript import SYNTHETIC_KEY, mark
 from ..messages import Message
-from ..transcript import SYNTHETIC_KEY, mark
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded

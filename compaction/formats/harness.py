@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from ..transcript import SYNTHETIC_KEY
+from ..memory.transcript import SYNTHETIC_KEY
 
 __all__ = ["harness_prefixes", "synthetic_meta", "templates_in"]
 

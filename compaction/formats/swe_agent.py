@@ -25,8 +25,8 @@ from typing import Any, Final
 
 from ..adapters import AdapterError
 from ..adapters.openai import message_from_openai
+from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message, ToolCall
-from ..transcript import SYNTHETIC_KEY
 from .detect import Document
 from .errors import FormatError
 from .harness import harness_prefixes, synthetic_meta, templates_in

@@ -55,10 +55,10 @@ from pydantic_ai.messages import (
 
 from ..adapters import AdapterError
 from ..adapters._parts import is_cut, with_text
-from ..media_parts import KEY as MEDIA_KEY
-from ..media_parts import describe_bytes, describe_url, media_meta
+from ..media.parts import KEY as MEDIA_KEY
+from ..media.parts import describe_bytes, describe_url, media_meta
+from ..memory.transcript import PROVENANCE_KEY, SYNTHETIC_KEY
 from ..messages import Message, ToolCall
-from ..transcript import PROVENANCE_KEY, SYNTHETIC_KEY
 
 __all__ = ["META_KEY", "from_pydantic_ai", "to_pydantic_ai"]
 

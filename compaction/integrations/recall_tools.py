@@ -1,7 +1,8 @@
 """``recall`` as a tool of each framework, answered from that framework's own full history.
 
 Placeholders, cut markers and notes name the messages they stand for by recall id
-(:func:`~compaction.transcript.message_ref`: a message's own id, else a ``sha1:`` fingerprint of
+(:func:`~compaction.memory.transcript.message_ref`: a message's own id, else a ``sha1:``
+fingerprint of
 its content). A :class:`~compaction.sessions.Session` can look those ids up; the drop-ins keep
 no store of their own, and need none: each framework already holds the whole history (the
 LangGraph state, pydantic-ai's run messages, the input the Agents SDK runner hands the filter,
@@ -29,9 +30,9 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from ..memory.transcript import is_compaction_output, message_ref
 from ..messages import Message
 from ..sessions.recall import DESCRIPTION, PARAMETERS, render_recalled
-from ..transcript import is_compaction_output, message_ref
 
 __all__ = [
     "AgentsRecall",

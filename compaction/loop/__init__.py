@@ -15,7 +15,7 @@ inside the tool loop, before every call, not once a turn: that is where tool out
 function schemas) and the model options (``temperature=`` ...). It returns a ``Message``, a
 string, an OpenAI-style dict or object (``content`` + ``tool_calls``, or a whole completion
 with ``choices``). A ``usage`` on the reply (``Message.meta["usage"]``, or the object's own)
-anchors the compactor's next estimate. :class:`compaction.models.OpenAIChatModel` wraps an
+anchors the compactor's next estimate. :class:`compaction.loop.models.OpenAIChatModel` wraps an
 OpenAI-compatible server.
 
 **Tools** are plain Python callables with JSON arguments; their schema is read from the

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._log import log
+from ..memory.transcript import parse
 from ..messages import Message, ToolCall, tool
-from ..transcript import parse
 from .config import LoopConfig
 
 if TYPE_CHECKING:  # loaded only by a loop that truncates (``max_message_chars``)

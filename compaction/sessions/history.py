@@ -16,8 +16,8 @@ from typing import Any
 
 import attrs
 
+from ..memory.transcript import message_ref
 from ..messages import Message
-from ..transcript import message_ref
 
 __all__ = ["Entry", "History"]
 

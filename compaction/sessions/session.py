@@ -29,8 +29,8 @@ import attrs
 
 from .._atomic import write_atomic
 from .._log import log
+from ..memory.transcript import is_compaction_output, message_ref, provenance
 from ..messages import Message
-from ..transcript import is_compaction_output, message_ref, provenance
 from .archive import dump_archive
 from .backend import Backend, check_epoch
 from .codec import check_json, encode_message, format_ts, now, parse_ts

@@ -14,9 +14,9 @@ import math
 from collections.abc import Iterable
 from typing import Any, Final
 
+from ..memory.trace import cut_counted, cut_middle
 from ..messages import ToolCall
 from ..tokens import TokenCounter
-from ..trace import cut_counted, cut_middle
 
 __all__ = ["shrink_call"]
 

@@ -8,10 +8,10 @@ each original's recall id and what its marker costs. It is read here once per re
 
 from __future__ import annotations
 
-from ..media import media_tokens
+from ..media.count import media_tokens
+from ..memory.transcript import Transcript, original_refs, provenance
 from ..messages import Message
 from ..tokens import TokenCounter
-from ..transcript import Transcript, original_refs, provenance
 
 __all__: list[str] = []
 

@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 from .. import events
 from .._log import log
 from .._text import plural
-from ..ledger import ledger_of
+from ..memory.ledger import ledger_of
+from ..memory.transcript import mark, provenance
 from ..messages import Message
 from ..strategy import current_labels
 from ..summarizers.base import (
@@ -29,7 +30,6 @@ from ..summarizers.base import (
 )
 from ..summarizers.deadline import await_with_deadline, call_with_deadline, in_daemon_thread
 from ..tokens import TokenCounter
-from ..transcript import mark, provenance
 from ._summary_plan import _Round
 
 #: A recall source: the original message a recall id names, or None (``Session.recall``).

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 import attrs
 
+from ..memory.transcript import Group, Transcript, parse
 from ..messages import Message
 from ..tokens import TokenCounter
-from ..transcript import Group, Transcript, parse
 
 #: Tokens a summary costs whatever it summarises (its header and section titles).
 _SUMMARY_OVERHEAD = 32

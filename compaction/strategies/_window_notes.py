@@ -5,7 +5,8 @@ notes: the note grows with what it names, so the window writes one per cut it tr
 chunks until the note fits, then one chunk less when the last group is kept in part). Each is
 a few hundred characters, but its ledger reads every message it stands for, and reading them
 again for each cut would cost more than the rest of the layer. So the notes of one rewrite
-share what they read: each message's own ledger is read once (:class:`~compaction.trace.Memo`),
+share what they read: each message's own ledger is read once
+(:class:`~compaction.memory.trace.Memo`),
 and while the drop order is the conversation's order (the budget-driven layer: history oldest
 first, then the current request's own oldest steps), a longer cut's ledger is the shorter
 one's folded on, never folded again from the first message.
@@ -16,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import pairwise
 
-from ..ledger import Ledger, ledger_of
+from ..memory.ledger import Ledger, ledger_of
+from ..memory.note import ledger_cap, ledger_text
+from ..memory.trace import Memo, refs_of
+from ..memory.transcript import PROVENANCE_KEY, Transcript, is_person_written
 from ..messages import Message
-from ..note import ledger_cap, ledger_text
-from ..trace import Memo, refs_of
-from ..transcript import PROVENANCE_KEY, Transcript, is_person_written
 
 
 class Chunk:
@@ -84,7 +85,7 @@ class WindowNotes:
 
     def note(self, p: int) -> Message:
         """The note standing for the messages of ``chunks[:p]``: what went, by name (see
-        :mod:`compaction.trace`), folding in the facts of older notes among them."""
+        :mod:`compaction.memory.trace`), folding in the facts of older notes among them."""
         transcript = self.transcript
         msgs = transcript.messages
         groups = transcript.groups

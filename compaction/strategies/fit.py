@@ -43,11 +43,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, ClassVar, Final
 
+from ..memory.trace import CUT_MARKER, cut_counted, original_chars
+from ..memory.transcript import PROVENANCE_KEY, is_note, mark, parse, provenance
 from ..messages import Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..trace import CUT_MARKER, cut_counted, original_chars
-from ..transcript import PROVENANCE_KEY, is_note, mark, parse, provenance
 from ..validate import validate
 from ._fit_args import shrink_call
 from ._fit_reads import _count, _guarded, _Known, _newest_outputs, _text_tokens, _was_cut

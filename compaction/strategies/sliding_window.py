@@ -23,12 +23,13 @@ way (the protection policy in the README, issue 12):
 3. then the current request's own oldest steps.
 
 The person's newest messages are protected within their share of the target (see
-:func:`compaction.transcript.parse`); older ones go with the history, and the ledger carries
+:func:`compaction.memory.transcript.parse`); older ones go with the history, and the ledger carries
 what they said, verbatim sentence by sentence. A fixed window protects no words (it is the
 caller's contract on what stays) and gives person-written messages up last.
 
 What went is named by one note where the first dropped message was (the files, commands, error
-names and recall ids, see :mod:`compaction.trace`); an older note among the dropped messages is
+names and recall ids, see :mod:`compaction.memory.trace`); an older note among the dropped messages
+is
 folded into it, so notes never pile up.
 
 How much to drop is integer arithmetic on per-message cached counts: each message is counted
@@ -42,12 +43,12 @@ from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from ..budget import Budget
+from ..memory.trace import cut_message
+from ..memory.transcript import Transcript, is_person_written, parse
 from ..messages import Message
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
-from ..trace import cut_message
-from ..transcript import Transcript, is_person_written, parse
 from ..validate import validate
 from ._window_notes import Chunk, WindowNotes
 

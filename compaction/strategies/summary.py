@@ -17,7 +17,7 @@ whole region when none would. One summariser call per round.
 
 A summary takes the place of the oldest message it replaces, as a ``user`` message (every
 provider accepts one anywhere after the system block), with its provenance in ``meta`` (see
-:func:`compaction.transcript.mark`), so it is never taken for the task anchor.
+:func:`compaction.memory.transcript.mark`), so it is never taken for the task anchor.
 
 Failure never costs the conversation (LangChain's summary failure wipes history): a round whose
 summariser raises, times out, answers nothing, or answers something no smaller than what it

@@ -22,12 +22,12 @@ from itertools import islice
 from typing import ClassVar, Final
 
 from ..checks import check_format
-from ..facts import error_names, exit_code, failing_tests
+from ..memory.facts import error_names, exit_code, failing_tests
+from ..memory.trace import cut_message
+from ..memory.transcript import is_pinned, mark, original_refs, parse, provenance
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
-from ..trace import cut_message
-from ..transcript import is_pinned, mark, original_refs, parse, provenance
 from ..validate import validate
 
 __all__ = ["DEFAULT_PLACEHOLDER", "ToolResults"]

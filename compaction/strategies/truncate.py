@@ -23,11 +23,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final, Literal
 
 from ..checks import check_format
+from ..memory.trace import original_chars
+from ..memory.transcript import is_note, mark, parse, provenance
 from ..messages import ROLES, Message
 from ..strategy import Capabilities, Strategy
 from ..tokens import ApproximateCounter, TokenCounter
-from ..trace import original_chars
-from ..transcript import is_note, mark, parse, provenance
 from ..validate import validate
 
 __all__ = ["DEFAULT_MARKER", "Truncate"]

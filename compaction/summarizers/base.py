@@ -17,8 +17,8 @@ from collections.abc import Awaitable, Iterable
 from typing import Any, Final, Protocol, runtime_checkable
 
 from .._text import plural
+from ..memory.transcript import is_note, provenance
 from ..messages import Message
-from ..transcript import is_note, provenance
 
 __all__ = [
     "INSTRUCTIONS",

@@ -2,7 +2,8 @@
 
 A layer that cuts a message keeps its head and tail around a marker naming the recall id of the
 original (:func:`cut_middle`, :func:`cut_message`); a layer that removes messages leaves the
-running ledger (:mod:`compaction.ledger`) where they were, naming them by :func:`refs_of`. The
+running ledger (:mod:`compaction.memory.ledger`) where they were, naming them by :func:`refs_of`.
+The
 round-2 names of the ledger (``Facts``, ``facts_of``, ``note_text``) are kept here so that code
 written against them still runs.
 """
@@ -13,11 +14,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Final
 
+from ..messages import Message
+from ..tokens import ApproximateCounter, CachingCounter, TiktokenCounter, TokenCounter
 from .facts import MAX_COMMAND_CHARS, error_names, failing_tests, paths_in
 from .ledger import MAX_FACTS, Ledger, ledger_of
-from .messages import Message
 from .note import MAX_NOTE_CHARS, MIN_NOTE_CHARS, ledger_text
-from .tokens import ApproximateCounter, CachingCounter, TiktokenCounter, TokenCounter
 from .transcript import is_note, mark, message_ref, original_refs, provenance
 
 #: The round-2 name of the ledger.
@@ -207,7 +208,8 @@ def note_text(facts: Ledger, stands_for_chars: int, *, messages: int | None = No
 
 
 def refs_of(replaced: Sequence[Message], memo: dict[int, str] | None = None) -> tuple[str, ...]:
-    """The originals ``replaced`` stands for, as :func:`compaction.transcript.mark` records them.
+    """The originals ``replaced`` stands for, as :func:`compaction.memory.transcript.mark` records
+    them.
 
     An older note or summary folds in the messages it stood for. A transcript can keep the raw
     history next to a summary of it (Claude Code does): then an original still present *before*

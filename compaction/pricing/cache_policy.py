@@ -62,7 +62,9 @@ class CacheAware:
         clock: Callable[[], float] = time.time,
     ) -> None:
         if not isinstance(price, Price):
-            raise TypeError(f"price must be a compaction.prices.Price, got {type(price).__name__}")
+            raise TypeError(
+                f"price must be a compaction.pricing.prices.Price, got {type(price).__name__}"
+            )
         for name, value in (
             ("late", late),
             ("early", early),

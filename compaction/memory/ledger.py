@@ -5,14 +5,15 @@ removes messages (the sliding window's note, the summary, the tool-result placeh
 the same structured, model-free record, and the next compaction carries it forward:
 
 - the task (its opening words, shown when the task message itself is gone);
-- what the person said, verbatim sentence by sentence (:mod:`compaction.words`), the latest
+- what the person said, verbatim sentence by sentence (:mod:`compaction.memory.words`), the latest
   value of each subject only;
-- files read and files edited (:mod:`compaction.shell` tells an edit from a read);
+- files read and files edited (:mod:`compaction.memory.shell` tells an edit from a read);
 - commands with their exit codes, error names, failing test ids, open todos;
 - how many messages and tool steps it stands for, and their recall ids.
 
 The record lives in ``meta["compaction"]["facts"]``; a later compaction reads it from there and
-never from the note's text, which anyone could have typed. Its text (:mod:`compaction.note`) is
+never from the note's text, which anyone could have typed. Its text (:mod:`compaction.memory.note`)
+is
 deterministic and bounded: at most half the characters it stands for and at most
 :data:`MAX_NOTE_CHARS` (or the smaller cap the strategy passes), whichever is less; when the
 bound forces a cut, the lowest priority goes first: commands and files read before errors,
@@ -25,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from ..messages import Message
 from .facts import (
     call_arguments,
     call_files,
@@ -34,7 +36,6 @@ from .facts import (
     failing_tests,
     open_todos,
 )
-from .messages import Message
 from .transcript import is_note, is_person_written, message_ref, provenance
 from .words import PRIORITY, Sentences, Statement, latest, statements
 

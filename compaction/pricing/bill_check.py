@@ -2,7 +2,8 @@
 
 Claude Code and mini-swe-agent logs record, per call, the provider's own split of the input:
 cache reads, cache writes, uncached tokens. :func:`check_bill` replays such a log with no
-compaction through a :class:`~compaction.cost.CacheMeter` and compares the reads and writes it
+compaction through a :class:`~compaction.pricing.cost.CacheMeter` and compares the reads and writes
+it
 predicts with the recorded ones.
 
 Each call's size is the size the provider recorded (``input + cache reads + cache writes``):
@@ -24,8 +25,8 @@ from collections.abc import Sequence
 
 import attrs
 
+from ..messages import Message
 from .cost import CacheMeter
-from .messages import Message
 from .prices import Price, price_for
 from .recorded import RecordedUsage, call_time, recorded_usage
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 import attrs
 
+from ..replay import ReplayRecord
 from .prices import Price
-from .replay import ReplayRecord
 
 __all__ = ["Earning", "earnings"]
 

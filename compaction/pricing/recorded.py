@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from .messages import Message
+from ..messages import Message
 
 __all__ = ["RecordedUsage", "call_time", "recorded_usage"]
 

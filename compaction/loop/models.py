@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .adapters.openai import message_from_openai, to_openai
-from .messages import Message
-from .summarizers.deadline import await_with_deadline, call_with_deadline, check_timeout
+from ..adapters.openai import message_from_openai, to_openai
+from ..messages import Message
+from ..summarizers.deadline import await_with_deadline, call_with_deadline, check_timeout
 
 __all__ = ["AsyncOpenAIChatModel", "OpenAIChatModel"]
 

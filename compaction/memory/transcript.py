@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
-from .messages import Message
+from ..messages import Message
 
 if TYPE_CHECKING:
-    from .tokens import TokenCounter
+    from ..tokens import TokenCounter
 
 __all__ = [
     "PINNED_KEY",
@@ -50,7 +50,7 @@ PROVENANCE_KEY: Final = "compaction"
 #: tool output (a real coding session's user turns are a few percent of it), so a quarter
 #: keeps every recent message whole while three quarters stay for the task, the newest steps
 #: and the ledger. Older messages past the share are not lost: the ledger carries their
-#: sentences that instruct, constrain or name something, verbatim (:mod:`compaction.words`).
+#: sentences that instruct, constrain or name something, verbatim (:mod:`compaction.memory.words`).
 WORDS_SHARE: Final = 0.25
 #: ... and never more than this many tokens, whatever the target: Codex keeps up to 20k tokens
 #: of user messages when it compacts, and past that a window is better spent on the work.

@@ -33,7 +33,7 @@ Sizes are read from the image header (PNG, JPEG, GIF, WebP) in the first bytes o
 data; nothing else is decoded, so a huge image costs a bounded amount of work. The parts are
 read from ``meta["openai"]`` (chat completions), ``meta["responses"]`` (Responses API items)
 and ``meta["anthropic"]``; the framework converters describe theirs in ``meta["media"]``
-(:mod:`compaction.media_parts`), small JSON a session can keep.
+(:mod:`compaction.media.parts`), small JSON a session can keep.
 """
 
 from __future__ import annotations
@@ -188,7 +188,7 @@ def neutral_image_tokens(size: tuple[int, int] | None) -> int:
 
 
 def _described(part: Any) -> int:
-    """Tokens of one descriptor written by :mod:`compaction.media_parts`."""
+    """Tokens of one descriptor written by :mod:`compaction.media.parts`."""
     if not isinstance(part, Mapping):
         return 0
     kind = part.get("type")

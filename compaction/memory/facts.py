@@ -10,7 +10,7 @@ count the ladder already paid for the message:
 - :func:`exit_code`: a command's exit status as the harness reported it
   (``<returncode>1</returncode>``, ``Exit code 2``);
 - :func:`call_files`: the files a tool call reads and the ones it edits (an ``Edit``/``Write``
-  tool edits; a shell command is read by :mod:`compaction.shell`);
+  tool edits; a shell command is read by :mod:`compaction.memory.shell`);
 - :func:`paths_in`: path-like tokens in free text.
 """
 

@@ -1,7 +1,8 @@
 """Model prices as data: a dated, sourced TOML table, shipped with the package and replaceable.
 
 Cost figures are only as good as the prices behind them, and prices change every few months,
-so they are not constants in code: :func:`load_prices` reads ``compaction/prices.toml`` (or a
+so they are not constants in code: :func:`load_prices` reads ``compaction/pricing/prices.toml`` (or
+a
 table of the user's own, same layout) and checks every row at load, naming the file, the model
 and the field of anything wrong, so a typo never turns into a silently wrong bill.
 
@@ -169,9 +170,9 @@ def load_prices(path: str | Path) -> dict[str, Price]:
 
 
 def default_prices() -> dict[str, Price]:
-    """The table shipped with the package (``compaction/prices.toml``)."""
-    text = resources.files("compaction").joinpath("prices.toml").read_text(encoding="utf-8")
-    return _parse(text, "compaction/prices.toml")
+    """The table shipped with the package (``compaction/pricing/prices.toml``)."""
+    text = resources.files("compaction.pricing").joinpath("prices.toml").read_text(encoding="utf-8")
+    return _parse(text, "compaction/pricing/prices.toml")
 
 
 def price_for(model: str, prices: Mapping[str, Price] | None = None) -> Price:
