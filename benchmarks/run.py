@@ -24,9 +24,9 @@ optional dependencies are missing breaks nothing else.
   (the real transcripts, loaded on first use, ``[]`` when the folder is absent; say
   ``{"skipped": reason}`` then), ``ctx.concat``, ``ctx.repeats``, ``ctx.quick``, ``ctx.args``
   (the parsed command line), ``ctx.results`` (the suites that ran before it). Progress lines
-  go through :func:`benchmarks.measure.progress`.
+  go through :func:`benchmarks.common.measure.progress`.
 - ``markdown(results) -> list[str]``: the section's lines, starting with its ``## Heading``;
-  goals the suite judges go in a table made by :func:`benchmarks.report.goals_table`.
+  goals the suite judges go in a table made by :func:`benchmarks.common.report.goals_table`.
 """
 
 from __future__ import annotations
@@ -52,9 +52,9 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = "benchmarks"
 
-from .data import DEFAULT_TRANSCRIPTS, Case, concatenation, load_cases
-from .measure import progress
-from .results_file import merge
+from .common.data import DEFAULT_TRANSCRIPTS, Case, concatenation, load_cases
+from .common.measure import progress
+from .common.results_file import merge
 
 
 @attrs.frozen
@@ -74,25 +74,28 @@ class Suite:
 
 #: Every suite, in the order they run and appear in RESULTS.md. One line per suite.
 SUITES: Final = (
-    Suite("cold", "benchmarks.cold_warm", "cold_suite", "benchmarks.cold_warm_report:cold"),
-    Suite("warm", "benchmarks.cold_warm", "warm_suite", "benchmarks.cold_warm_report:warm"),
-    Suite("scaling", "benchmarks.scaling"),
+    Suite("cold", "benchmarks.speed.suite", "cold_suite", "benchmarks.speed.report:cold"),
+    Suite("warm", "benchmarks.speed.suite", "warm_suite", "benchmarks.speed.report:warm"),
+    Suite("scaling", "benchmarks.scaling.suite"),
     Suite(
-        "peers", "benchmarks.side_by_side", "peers_suite", "benchmarks.side_by_side_report:peers"
+        "peers",
+        "benchmarks.side_by_side.suite",
+        "peers_suite",
+        "benchmarks.side_by_side.report:peers",
     ),
     Suite(
         "economics",
-        "benchmarks.economics",
+        "benchmarks.economics.suite",
         "economics_suite",
-        "benchmarks.economics_report:economics",
+        "benchmarks.economics.report:economics",
     ),
-    Suite("quality", "benchmarks.quality", "suite", "benchmarks.quality_report:markdown"),
-    Suite("frameworks", "benchmarks.frameworks", "suite", "section"),
-    Suite("remembered", "benchmarks.remembered"),
-    Suite("probe", "benchmarks.probe"),
-    Suite("integrations", "benchmarks.integrations_cost", "suite", "section"),
-    Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
-    Suite("cost", "benchmarks.cost", "suite", "markdown"),
+    Suite("quality", "benchmarks.quality.suite", "suite", "benchmarks.quality.report:markdown"),
+    Suite("frameworks", "benchmarks.frameworks.suite", "suite", "section"),
+    Suite("remembered", "benchmarks.remembered.suite"),
+    Suite("probe", "benchmarks.probe.suite"),
+    Suite("integrations", "benchmarks.integrations.suite", "suite", "section"),
+    Suite("sessions", "benchmarks.sessions.suite", "suite", "section"),
+    Suite("cost", "benchmarks.cost.suite", "suite", "markdown"),
 )
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "RESULTS.md"
@@ -280,7 +283,7 @@ def run(args: argparse.Namespace, argv: list[str]) -> dict[str, Any]:
     transcripts_used: dict[str, bool] = {}
     suites = chosen(args)
     if any(s.name != "quality" for s in suites):
-        from .suites import warm_up
+        from .common.ladders import warm_up
 
         progress("warming up (imports, first encodings)")
         warm_up()

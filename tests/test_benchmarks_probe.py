@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks.data import load_cases
-from benchmarks.probe import TARGETS, probe_case
-from benchmarks.probe_edits import shell_edits
-from benchmarks.probe_facts import FACT_KINDS, facts
-from benchmarks.probe_logs import UnreadableLog, read_log
+from benchmarks.common.data import load_cases
+from benchmarks.probe.edits import shell_edits
+from benchmarks.probe.facts import FACT_KINDS, facts
+from benchmarks.probe.logs import UnreadableLog, read_log
+from benchmarks.probe.suite import TARGETS, probe_case
 from compaction import TiktokenCounter
 from compaction.formats import load
 

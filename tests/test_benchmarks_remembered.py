@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchmarks import remembered
-from benchmarks.remembered_judge import stale, visible_text
-from benchmarks.remembered_sessions import KINDS, agent_session, chat_session
+from benchmarks.remembered import suite as remembered
+from benchmarks.remembered.judge import stale, visible_text
+from benchmarks.remembered.sessions import KINDS, agent_session, chat_session
 from compaction import Message, TiktokenCounter, ToolCall, is_valid
 
 

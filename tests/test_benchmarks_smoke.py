@@ -18,12 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import fit, identifiers, quality, quality_totals
-from benchmarks import quality_metrics as qm
-from benchmarks.data import load_cases
-from benchmarks.results_file import HEADER, blocks, merge
+from benchmarks.common.data import load_cases
+from benchmarks.common.results_file import HEADER, blocks, merge
+from benchmarks.common.synthetic import conversation
+from benchmarks.quality import identifiers
+from benchmarks.quality import metrics as qm
+from benchmarks.quality import suite as quality
+from benchmarks.quality import totals as quality_totals
 from benchmarks.run import SUITES
-from benchmarks.synthetic import conversation
+from benchmarks.scaling import fit
 from compaction import Message, ToolCall
 from compaction.adapters.openai import to_openai
 from compaction.memory.transcript import mark

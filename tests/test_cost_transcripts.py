@@ -95,8 +95,8 @@ def test_priced_replay_holds_on_every_format(path, share):
 
 
 def test_the_cache_aware_trigger_costs_less_than_the_default_over_the_shared_set():
-    from benchmarks.cost import _totals, run
-    from benchmarks.data import load_cases
+    from benchmarks.common.data import load_cases
+    from benchmarks.cost.suite import _totals, run
 
     if not TRANSCRIPTS.is_dir():
         pytest.skip(f"real transcripts not present at {TRANSCRIPTS}")

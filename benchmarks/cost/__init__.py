@@ -1,0 +1,3 @@
+"""The ``cost`` suite: US dollars with the prompt cache, per trigger, and the recorded-bill check.
+Imports ``benchmarks.common``.
+"""

@@ -1,0 +1,3 @@
+"""The ``integrations`` suite: the cost of one call in each framework drop-in, before and
+after compaction. Imports ``benchmarks.common``.
+"""

@@ -1,0 +1,198 @@
+"""The ``remembered`` suite: what the person said, after five compactions in a row.
+
+Sessions come from the benchmark's own generator (:mod:`benchmarks.remembered.sessions`):
+chat sessions and agent runs in which the person plants typed statements (rules,
+constraints, facts, preferences, goals) with unguessable values, two of them superseded
+later. Each is compacted by the library's default ladder (``compaction.default_pipeline()``,
+the public API only) five rounds in a row at budgets of 10%, 20% and 30% of the session's
+full token count, and judged by :mod:`benchmarks.remembered.judge`.
+
+**Protocol: the conversation grows between rounds.** The session is cut into five parts at
+turn boundaries; round *r* compacts round *r-1*'s output with part *r* appended. This is how
+an agent meets compaction: new turns arrive, the trigger compacts what it carries forward,
+and a statement made early goes through every later round (its own words, or the note that
+replaced them, compacted again and again). Compacting a fixed conversation again is a no-op
+once it fits (a layer is asked only while the conversation is over target), so five rounds
+of that measure one. That protocol (the issue's reference) is reported beside it as
+``fixed``: the whole session compacted, then its output four more times.
+
+A statement counts in round *r* once the person has made it (its part has arrived), by its
+subject's *current* value: a superseded value is not expected to survive, and is judged by
+the stale rule instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+from compaction import Message, TiktokenCounter, default_pipeline
+
+from ..common.measure import progress
+from .judge import stale, visible_text
+from .sessions import KINDS, Session, agent_session, chat_session
+
+__all__ = ["BUDGETS", "ROUNDS", "SEEDS", "parts", "run", "run_session"]
+
+BUDGETS: Final = (0.10, 0.20, 0.30)
+ROUNDS: Final = 5
+SEEDS: Final = tuple(range(1, 11))
+QUICK_SEEDS: Final = (1, 2)
+SHAPES: Final = ("chat", "agent")
+
+
+def parts(messages: Sequence[Message], count: int = ROUNDS) -> list[tuple[Message, ...]]:
+    """``messages`` cut into ``count`` parts of about equal length, each starting at a user
+    message or an assistant message (never at a tool result, which answers the step
+    before it); the first part holds the system prompt and the task. A conversation too
+    short to cut leaves the last parts empty. A part ends where a model call would be made
+    (after a user message or a tool result), which is when a trigger compacts."""
+    starts = [i for i, m in enumerate(messages) if i > 1 and m.role in ("user", "assistant")]
+    cuts = [0]
+    for k in range(1, count):
+        want = round(k * len(messages) / count)
+        later = [s for s in starts if s > cuts[-1]]
+        cuts.append(min(later, key=lambda s: abs(s - want)) if later else len(messages))
+    cuts.append(len(messages))
+    return [tuple(messages[a:b]) for a, b in itertools.pairwise(cuts)]
+
+
+def _empty() -> dict[str, Any]:
+    return {"kept": {k: [0, 0] for k in KINDS}, "stale": [0, 0], "tokens": [0, 0]}
+
+
+def _judge(session: Session, out: Sequence[Message], upto: int, into: dict[str, Any]) -> None:
+    """Add what survives in ``out`` of the statements made before message ``upto``."""
+    text = visible_text(out)
+    current: dict[str, Any] = {}
+    for statement in session.statements:
+        if statement.index < upto:
+            current[statement.subject] = statement
+    for statement in current.values():
+        tally = into["kept"][statement.kind]
+        tally[0] += statement.value in text
+        tally[1] += 1
+        if statement.supersedes is not None:
+            into["stale"][0] += stale(text, statement.supersedes, statement.value)
+            into["stale"][1] += 1
+
+
+def run_session(
+    session: Session, budget: float, counter: TiktokenCounter, *, grow: bool = True
+) -> list[dict[str, Any]]:
+    """One session at one budget: a tally per round (kept by kind, stale, tokens in/out)."""
+    total = counter.count_messages(session.messages)
+    target = max(1, int(total * budget))
+    pipeline = default_pipeline(counter=counter)
+    pieces = parts(session.messages) if grow else [session.messages] + [()] * (ROUNDS - 1)
+    carried: tuple[Message, ...] = ()
+    seen = 0
+    rounds = []
+    for piece in pieces:
+        seen += len(piece)
+        result = pipeline.compact((*carried, *piece), target=target)
+        carried = tuple(result.messages)
+        tally = _empty()
+        _judge(session, carried, seen, tally)
+        tally["tokens"] = [result.after, target]
+        rounds.append(tally)
+    return rounds
+
+
+def _add(into: dict[str, Any], tally: dict[str, Any]) -> None:
+    for kind in KINDS:
+        for i in (0, 1):
+            into["kept"][kind][i] += tally["kept"][kind][i]
+    for i in (0, 1):
+        into["stale"][i] += tally["stale"][i]
+    into["over"] = into.get("over", 0) + (tally["tokens"][0] > tally["tokens"][1])
+
+
+def run(ctx: Any) -> dict[str, Any]:
+    """Every shape, seed and budget, both protocols; pooled tallies per shape/budget/round."""
+    seeds = QUICK_SEEDS if ctx.quick else SEEDS
+    counter = TiktokenCounter()
+    makers: dict[str, Callable[[int], Session]] = {"chat": chat_session, "agent": agent_session}
+    growing: dict[str, Any] = {}
+    fixed: dict[str, Any] = {}
+    sizes: dict[str, list[list[int]]] = {shape: [] for shape in SHAPES}
+    errors: list[str] = []
+    for shape in SHAPES:
+        progress(f"remembered: {shape} sessions, seeds {seeds[0]}-{seeds[-1]}")
+        for seed in seeds:
+            session = makers[shape](seed)
+            sizes[shape].append([len(session.messages), counter.count_messages(session.messages)])
+            for budget in BUDGETS:
+                for grow, pool in ((True, growing), (False, fixed)):
+                    try:
+                        rounds = run_session(session, budget, counter, grow=grow)
+                    except Exception as exc:  # a crash is a result, not the end of the suite
+                        errors.append(f"{shape} seed {seed} at {budget:.0%}: {exc!r}")
+                        continue
+                    for r, tally in enumerate(rounds, 1):
+                        key = f"{shape}|{budget}|{r}"
+                        _add(pool.setdefault(key, _empty()), tally)
+    return {
+        "seeds": list(seeds),
+        "budgets": list(BUDGETS),
+        "rounds": ROUNDS,
+        "shapes": list(SHAPES),
+        "kinds": list(KINDS),
+        "growing": growing,
+        "fixed": fixed,
+        "sizes": sizes,
+        "errors": errors,
+        "goals": goals(growing),
+    }
+
+
+#: Done-when: share kept after round 5 at each budget; stale share at most this.
+KEEP_GOALS: Final = {0.30: 1.00, 0.20: 0.85, 0.10: 0.40}
+STALE_GOAL: Final = 0.10
+
+
+def kept_share(tally: dict[str, Any]) -> tuple[int, int]:
+    kept = sum(v[0] for v in tally["kept"].values())
+    total = sum(v[1] for v in tally["kept"].values())
+    return kept, total
+
+
+def goals(growing: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's goals, judged per shape after round 5 (each shape must meet them)."""
+    out = []
+    for budget, want in sorted(KEEP_GOALS.items(), reverse=True):
+        shares = {}
+        for shape in SHAPES:
+            tally = growing.get(f"{shape}|{budget}|{ROUNDS}")
+            if tally:
+                kept, total = kept_share(tally)
+                shares[shape] = kept / total if total else float("nan")
+        out.append(
+            {
+                "goal": f"statements kept after round {ROUNDS} at {budget:.0%}: ≥ {want:.0%}",
+                "measured": " / ".join(f"{s} {v:.1%}" for s, v in shares.items()) or "n/a",
+                "met": (all(v >= want for v in shares.values()) if shares else None),
+            }
+        )
+    stale_n = stale_d = 0
+    for key, tally in growing.items():
+        if key.endswith(f"|{ROUNDS}"):
+            stale_n += tally["stale"][0]
+            stale_d += tally["stale"][1]
+    out.append(
+        {
+            "goal": f"superseded values presented as current after round {ROUNDS}: "
+            f"≤ {STALE_GOAL:.0%}",
+            "measured": f"{stale_n} of {stale_d}"
+            + (f" ({stale_n / stale_d:.1%})" if stale_d else ""),
+            "met": (stale_n / stale_d <= STALE_GOAL) if stale_d else None,
+        }
+    )
+    return out
+
+
+def markdown(results: dict[str, Any]) -> list[str]:
+    from .report import section
+
+    return section(results)

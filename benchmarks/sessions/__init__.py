@@ -1,0 +1,3 @@
+"""The ``sessions`` suite: appends per second and load time, file store against PostgreSQL.
+Imports ``benchmarks.common``.
+"""
