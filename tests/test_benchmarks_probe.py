@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from benchmarks.common.data import load_cases
-from benchmarks.probe.edits import shell_edits
-from benchmarks.probe.facts import FACT_KINDS, facts
-from benchmarks.probe.logs import UnreadableLog, read_log
 from benchmarks.probe.suite import TARGETS, probe_case
 from compaction import TiktokenCounter
+from compaction.check.edits import shell_edits
+from compaction.check.facts import FACT_KINDS, facts
+from compaction.check.logs import UnreadableLog, read_log
 from compaction.formats import load
 
 

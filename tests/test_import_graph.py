@@ -1,6 +1,6 @@
-"""The core's imports go one way: no module imports one that imports it back, directly or
-through others — counting imports inside functions (the usual way to hide a cycle), but not
-``if TYPE_CHECKING:`` blocks, which never run."""
+"""The imports go one way, in the library and in the benchmarks: no module imports one that
+imports it back, directly or through others — counting imports inside functions (the usual way
+to hide a cycle), but not ``if TYPE_CHECKING:`` blocks, which never run."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent / "compaction"
+BENCHMARKS = ROOT.parent / "benchmarks"
 
 
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+def _module_name(path: Path, root: Path = ROOT) -> str:
+    parts = path.relative_to(root.parent).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -39,9 +40,9 @@ def _imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
-    """Module -> the modules of ours it imports (anywhere in it)."""
-    paths = {_module_name(p): p for p in ROOT.rglob("*.py")}
+def import_graph(root: Path = ROOT) -> dict[str, set[str]]:
+    """Module -> the modules of ours (under ``root``) it imports (anywhere in it)."""
+    paths = {_module_name(p, root): p for p in root.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in paths.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
@@ -138,3 +139,36 @@ def test_the_sessions_import_graph_is_acyclic() -> None:
 
 def test_the_whole_package_import_graph_is_acyclic() -> None:
     assert cycles(_subgraph(lambda module: True)) == []
+
+
+def test_the_benchmarks_import_graph_is_acyclic() -> None:
+    graph = import_graph(BENCHMARKS)
+    assert "benchmarks.probe.suite" in graph and "benchmarks.common.data" in graph
+    assert "benchmarks.probe.report" in graph["benchmarks.probe.suite"]
+    assert cycles(graph) == []
+
+
+def test_the_benchmarks_common_part_imports_no_suite() -> None:
+    """What every suite shares depends on none of them, so a suite can be removed alone."""
+    graph = import_graph(BENCHMARKS)
+    common = {m: deps for m, deps in graph.items() if m.startswith("benchmarks.common")}
+    assert common
+    assert {
+        d for deps in common.values() for d in deps if not d.startswith("benchmarks.common")
+    } == set()
+
+
+def test_check_reads_results_and_nothing_in_the_library_reads_check() -> None:
+    graph = import_graph()
+    inside = {m for m in graph if m == "compaction.check" or m.startswith("compaction.check.")}
+    assert "compaction.check.requests" in inside
+    users = {m for m, deps in graph.items() if m not in inside and deps & inside}
+    assert {m for m in users if not m.startswith(("compaction.cli", "compaction._cli"))} == set()
+    upward = (
+        "compaction.strategies",
+        "compaction.integrations",
+        "compaction.sessions",
+        "compaction.cli",
+        "compaction._cli",
+    )
+    assert {d for m in inside for d in graph[m] if d.startswith(upward)} == set()

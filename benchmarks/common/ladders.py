@@ -9,9 +9,8 @@ The suites themselves are in ``cold_warm`` (the counting floor, the cold ladder,
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
 
-from compaction.messages import Message
+from compaction.check import call_points
 from compaction.pipeline import CompactionPipeline
 from compaction.tokens import TiktokenCounter
 
@@ -68,17 +67,6 @@ def warm_up() -> None:
     compactor = Compactor(free_ladder(counter), window=tokens, counter=counter)
     for i in call_points(messages):
         compactor.before_call(messages[:i])
-
-
-def call_points(messages: Sequence[Message]) -> list[int]:
-    """Where the agent called the model, as :func:`compaction.replay.replay` sees it: before
-    each assistant message that follows a non-assistant one (some logs store one answer as
-    several assistant messages). ``messages[:i]`` is what it sent."""
-    return [
-        i
-        for i, m in enumerate(messages)
-        if m.role == "assistant" and i > 0 and messages[i - 1].role != "assistant"
-    ]
 
 
 # The reason a suite that needs the real transcripts gives when there are none.

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from compaction.check import RequestMeter, original_task, task_kept
 from compaction.messages import Message
 from compaction.pricing.bill_check import check_bill
 from compaction.pricing.cache_policy import CacheAware
@@ -32,7 +33,6 @@ from compaction.trigger import Compactor
 
 from ..common.data import Case
 from ..common.report import goals_table
-from ..quality.metrics import original_task, task_kept
 
 __all__ = ["bills", "cost_case", "markdown", "run", "suite"]
 
@@ -104,48 +104,30 @@ def _summarization(case: Case, price: Price, ttl: int) -> dict[str, Any]:
     from compaction.integrations.langchain import to_langchain
 
     from ..common.peers import langchain_counter
-    from ..frameworks.suite import CONTENDERS, _call_points, _memo, _same, _task_sent
+    from ..frameworks.suite import _memo, _task_sent, requests
 
     counter = TiktokenCounter()
     count = _memo(langchain_counter(counter))
     window = max(1, case.tokens // 2)
-    lc = to_langchain(case.messages)
-    system = lc[0] if case.messages and case.messages[0].role == "system" else None
-    body = lc[1:] if system is not None else lc
-    offset = 1 if system is not None else 0
     task = original_task(case.messages)
-    call = CONTENDERS["SummarizationMiddleware"](window, counter, count)
-    meter = CacheMeter(price, ttl)
-    state: list[Any] = []
-    sent: list[Any] = []
-    previous: list[Any] = []
-    fed = calls = over = without = 0
-    cost, at = 0.0, 0.0
-    fixed = count(system) if system is not None else 0
-    for point in _call_points(case.messages):
-        stop = point - offset
-        state.extend(body[fed:stop])
-        fed = stop
-        call(system, state, sent)
-        request = sent.pop()
-        full = ([request.system] if request.system is not None else []) + request.messages
-        size = sum(count(m) for m in full)
-        prefix = 0
-        for a, b in zip(previous, full, strict=False):
-            if not _same(a, b):
-                break
-            prefix += count(b)
+    # The stable head is the system prompt as LangChain counts it (converted alone: a
+    # system message converts the same at the start of any conversation).
+    head = case.messages[:1] if case.messages and case.messages[0].role == "system" else []
+    fixed = count(to_langchain(head)[0]) if head else 0
+    meter: RequestMeter[Any] = RequestMeter(
+        count, window, meter=CacheMeter(price, ttl), fixed=fixed
+    )
+    at = 0.0
+    contender = "SummarizationMiddleware"
+    for point, full, messages in requests(case, contender, counter, count):
         m = case.messages[point]
         at = call_time(m) or at
         usage = recorded_usage(m)
         output = usage.output if usage else counter.count(m)
-        cost += meter.call(at, size, prefix, output, fixed=fixed).cost
-        calls += 1
-        over += size > window
-        if task is not None and not _task_sent(task, request.messages):
-            without += 1
-        previous = full
-    return {"calls": calls, "cost": cost, "over": over, "without_task": without}
+        sent = None if task is None else _task_sent(task, messages)
+        meter.measure(full, task=sent, at=at, output=output)
+    t = meter.totals
+    return {"calls": t.calls, "cost": t.cost, "over": t.over_window, "without_task": t.without_task}
 
 
 def cost_case(case: Case) -> list[dict[str, Any]]:

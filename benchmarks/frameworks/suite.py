@@ -33,7 +33,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +41,15 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     __package__ = "benchmarks.frameworks"
 
+from compaction.check import RequestMeter, call_points, original_task, task_kept
 from compaction.messages import Message
 from compaction.tokens import TiktokenCounter
 
 from ..common.data import DEFAULT_TRANSCRIPTS, Case, load_cases
 from ..common.measure import progress, ratio
 from ..common.peers import available, langchain_counter
-from ..quality.metrics import original_task, task_kept
 
-__all__ = ["CONTENDERS", "replay_case", "run"]
+__all__ = ["CONTENDERS", "replay_case", "requests", "run"]
 
 COMPACT_AT = 0.7
 COMPACT_TO = 0.4
@@ -201,77 +201,62 @@ CONTENDERS: dict[str, Callable[..., Any]] = {
 }
 
 
-def _call_points(messages: Sequence[Message]) -> list[int]:
-    return [
-        i
-        for i, m in enumerate(messages)
-        if m.role == "assistant" and i > 0 and messages[i - 1].role != "assistant"
-    ]
-
-
-def _same(a: Any, b: Any) -> bool:
-    return a is b or a == b
-
-
 def _task_sent(task: Message, sent: Sequence[Any]) -> bool:
-    """Whether the task went out verbatim, or cut in its middle with head and tail kept (the
-    quality suite's rule, :func:`benchmarks.quality.metrics.task_kept`)."""
+    """Whether the task went out verbatim, or cut in its middle with head and tail kept
+    (:func:`compaction.check.task_kept`, on the LangChain messages' text)."""
     as_text = [Message("user", m.text) for m in sent]
     return task_kept(task, as_text) is not None
 
 
-def replay_case(case: Case, contender: str) -> dict[str, Any]:
-    """Replay one transcript with one contender; answer its figures."""
+def requests(
+    case: Case, contender: str, counter: TiktokenCounter, count: Callable[[Any], int]
+) -> Iterator[tuple[int, list[Any], list[Any]]]:
+    """Feed one transcript call by call to one contender, as an agent graph would: per model
+    call, the index of the assistant message that answered it, the request (system prompt
+    first, when there is one) and the request's conversation part."""
     from compaction.integrations.langchain import to_langchain
 
-    counter = TiktokenCounter()
-    count = _memo(langchain_counter(counter))
     window = max(1, case.tokens // 2)
     lc = to_langchain(case.messages)
     system = lc[0] if case.messages and case.messages[0].role == "system" else None
     body = lc[1:] if system is not None else lc
     offset = 1 if system is not None else 0
-    task = original_task(case.messages)
     call = CONTENDERS[contender](window, counter, count)
     sent: list[_Request] = []
     state: list[Any] = []
     fed = 0
-    calls = tokens_sent = prefix_total = over = without_task = rewrites = 0
-    previous: list[Any] = []
-    started = time.perf_counter()
-    for point in _call_points(case.messages):
+    for point in call_points(case.messages):
         stop = point - offset
         state.extend(body[fed:stop])
         fed = stop
         call(system, state, sent)
         request = sent.pop()
         full = ([request.system] if request.system is not None else []) + request.messages
-        size = sum(count(m) for m in full)
-        prefix = 0
-        for a, b in zip(previous, full, strict=False):
-            if not _same(a, b):
-                break
-            prefix += count(b)
-        if previous and prefix < sum(count(m) for m in previous):
-            rewrites += 1
-        calls += 1
-        tokens_sent += size
-        prefix_total += prefix
-        over += size > window
-        if task is not None and not _task_sent(task, request.messages):
-            without_task += 1
-        previous = full
+        yield point, full, request.messages
+
+
+def replay_case(case: Case, contender: str) -> dict[str, Any]:
+    """Replay one transcript with one contender; answer its figures."""
+    counter = TiktokenCounter()
+    count = _memo(langchain_counter(counter))
+    window = max(1, case.tokens // 2)
+    task = original_task(case.messages)
+    meter: RequestMeter[Any] = RequestMeter(count, window)
+    started = time.perf_counter()
+    for _, full, messages in requests(case, contender, counter, count):
+        meter.measure(full, task=None if task is None else _task_sent(task, messages))
+    t = meter.totals
     return {
         "name": case.name,
         "format": case.format,
         "contender": contender,
         "window": window,
-        "calls": calls,
-        "tokens_sent": tokens_sent,
-        "prefix_tokens": prefix_total,
-        "over_window": over,
-        "without_task": without_task,
-        "rewrites": rewrites,
+        "calls": t.calls,
+        "tokens_sent": t.tokens_sent,
+        "prefix_tokens": t.prefix_tokens,
+        "over_window": t.over_window,
+        "without_task": t.without_task,
+        "rewrites": t.rewrites,
         "seconds": time.perf_counter() - started,
     }
 

@@ -3,13 +3,56 @@ pooled, per kind and per format, per target."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from ..common.report import goals_table, table
 
-__all__ = ["section"]
+__all__ = ["goals", "section", "tally"]
 
 LISTED = 40
+POOLED_GOAL: Final = 0.97
+FAILING_TEST_GOAL: Final = 0.80
+
+
+def tally(results: dict[str, Any]) -> dict[tuple[str, str, str], list[int]]:
+    """(target, format, kind) -> [recovered, asked], pooled over files."""
+    out: dict[tuple[str, str, str], list[int]] = {}
+    for row in results["rows"].values():
+        for target, found in row["targets"].items():
+            for (kind, _), ok in zip(row["facts"], found["recovered"], strict=True):
+                cell = out.setdefault((target, row["format"], kind), [0, 0])
+                cell[0] += ok
+                cell[1] += 1
+    return out
+
+
+def _sum(cells: dict[tuple[str, str, str], list[int]], **match: str) -> tuple[int, int]:
+    names = ("target", "format", "kind")
+    kept = total = 0
+    for key, (k, n) in cells.items():
+        if all(key[names.index(name)] == value for name, value in match.items()):
+            kept += k
+            total += n
+    return kept, total
+
+
+def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
+    cells = {k: v for k, v in tally(results).items() if k[0] != "replay"}
+    pooled = _sum(cells)
+    tests = _sum(cells, kind="failing test")
+    out = []
+    for label, (k, n), want in (
+        ("all answers pooled", pooled, POOLED_GOAL),
+        ("failing test ids", tests, FAILING_TEST_GOAL),
+    ):
+        out.append(
+            {
+                "goal": f"{label} recoverable at 25/40/60%: ≥ {want:.0%}",
+                "measured": f"{k / n:.1%} ({k}/{n})" if n else "n/a",
+                "met": (k / n >= want) if n else None,
+            }
+        )
+    return out
 
 
 def _share(pair: tuple[int, int]) -> str:
@@ -18,13 +61,11 @@ def _share(pair: tuple[int, int]) -> str:
 
 
 def section(results: dict[str, Any]) -> list[str]:
-    from .suite import _sum, goals, tally
-
     lines = [
         "## Facts of real runs after compaction (probe)",
         "",
-        "Facts computed from the raw logs by the benchmark's own parser "
-        "(`benchmarks/probe_logs.py`, `probe_edits.py`, `probe_facts.py`): the task's "
+        "Facts computed from the raw logs by `compaction.check`'s own reader "
+        "(`compaction/check/logs.py`, `edits.py`, `facts.py`): the task's "
         "identifiers (issue ids, paths, function names), the last 3 files edited, the last "
         "failing test id, the last error type, the last command. Each transcript is compacted "
         "by the default ladder to 25/40/60% of its tokens; a fact counts when one of its "

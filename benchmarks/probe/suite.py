@@ -1,13 +1,13 @@
 """The ``probe`` suite: facts about each real run, asked of its compacted messages.
 
 Beside the ``remembered`` suite (generated sessions), this one uses every shared transcript
-(mini-swe-agent, SWE-agent, Claude Code). The facts come from the raw logs, read by the
-benchmark's own parser (:mod:`benchmarks.probe.logs`, :mod:`benchmarks.probe.edits`,
-:mod:`benchmarks.probe.facts`): task identifiers, the last three files edited, the last
-failing test id, the last error type, the last command. The messages compacted are the ones
-``compaction.formats.load`` reads (the harness's cases), by the default ladder
-(``compaction.default_pipeline()``) at 25%, 40% and 60% of each file's tokens; a fact is
-recovered when one of its literal forms appears in the compacted messages' visible text
+(mini-swe-agent, SWE-agent, Claude Code). The facts come from the raw logs, read by
+``compaction.check``'s own reader (:mod:`compaction.check.logs`, :mod:`compaction.check.edits`,
+:mod:`compaction.check.facts`; independent of ``compaction.formats``): task identifiers, the
+last three files edited, the last failing test id, the last error type, the last command. The
+messages compacted are the ones ``compaction.formats.load`` reads (the harness's cases), by the
+default ladder (``compaction.default_pipeline()``) at 25%, 40% and 60% of each file's tokens; a
+fact is recovered when one of its literal forms appears in the compacted messages' visible text
 (content and tool-call arguments, never ``meta``; the system prompt left out, as the harness
 wrote it before the run). Beside the fixed targets, a replay:
 the run fed call by call through the trigger (window half the transcript, compact at 70%
@@ -26,19 +26,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from compaction import Message, TiktokenCounter, default_pipeline
+from compaction.check import FACT_KINDS, UnreadableLog, log_facts, recovered
 
 from ..common.measure import progress
-from ..remembered.judge import visible_text
-from .facts import FACT_KINDS, Fact, facts
-from .logs import UnreadableLog, read_log
 
 __all__ = ["TARGETS", "markdown", "probe_case", "run"]
 
 TARGETS: Final = (0.25, 0.40, 0.60)
 REPLAY_AT: Final = 0.7
 REPLAY_TO: Final = 0.4
-POOLED_GOAL: Final = 0.97
-FAILING_TEST_GOAL: Final = 0.80
 
 
 def probe_case(
@@ -50,16 +46,12 @@ def probe_case(
     replayed: bool = True,
 ) -> dict[str, Any]:
     """One transcript: its facts, and per target which of them the compacted messages hold."""
-    log = read_log(path)
-    asked: list[Fact] = []
-    absent: list[Fact] = []
-    original = _run_text(messages)
-    for fact in facts(log):
-        (asked if fact.recovered(original) else absent).append(fact)
+    found = log_facts(path, messages)
+    asked = found.asked
     row: dict[str, Any] = {
-        "format": log.format,
+        "format": found.format,
         "facts": [[f.kind, f.answer] for f in asked],
-        "absent": [[f.kind, f.answer] for f in absent],
+        "absent": [[f.kind, f.answer] for f in found.absent],
         "targets": {},
     }
     pipeline = default_pipeline(counter=counter)
@@ -70,23 +62,15 @@ def probe_case(
         except Exception as exc:  # a crash is a result: every fact lost at this target
             row["targets"][str(share)] = {"error": repr(exc), "recovered": [False] * len(asked)}
             continue
-        text = _run_text(out)
-        row["targets"][str(share)] = {"recovered": [f.recovered(text) for f in asked]}
+        row["targets"][str(share)] = {"recovered": recovered(asked, out)}
     if replayed:
         try:
-            text = _run_text(_replayed(messages, tokens, counter))
+            request = _replayed(messages, tokens, counter)
         except Exception as exc:
             row["targets"]["replay"] = {"error": repr(exc), "recovered": [False] * len(asked)}
         else:
-            row["targets"]["replay"] = {"recovered": [f.recovered(text) for f in asked]}
+            row["targets"]["replay"] = {"recovered": recovered(asked, request)}
     return row
-
-
-def _run_text(messages: Sequence[Message]) -> str:
-    """The visible text of every message but the system prompt: the harness wrote that
-    before the run, so a fact found only there (``submit`` named in the instructions) was
-    not recovered from the run."""
-    return visible_text([m for m in messages if m.role != "system"])
 
 
 def _replayed(messages: Any, tokens: int, counter: TiktokenCounter) -> Sequence[Message]:
@@ -123,47 +107,6 @@ def run(ctx: Any) -> dict[str, Any]:
             unread.append(f"{case.name}: {exc.reason}")
         progress(f"probe: {case.name}")
     return {"targets": list(TARGETS), "kinds": list(FACT_KINDS), "rows": rows, "unread": unread}
-
-
-def tally(results: dict[str, Any]) -> dict[tuple[str, str, str], list[int]]:
-    """(target, format, kind) -> [recovered, asked], pooled over files."""
-    out: dict[tuple[str, str, str], list[int]] = {}
-    for row in results["rows"].values():
-        for target, found in row["targets"].items():
-            for (kind, _), ok in zip(row["facts"], found["recovered"], strict=True):
-                cell = out.setdefault((target, row["format"], kind), [0, 0])
-                cell[0] += ok
-                cell[1] += 1
-    return out
-
-
-def _sum(cells: dict[tuple[str, str, str], list[int]], **match: str) -> tuple[int, int]:
-    names = ("target", "format", "kind")
-    kept = total = 0
-    for key, (k, n) in cells.items():
-        if all(key[names.index(name)] == value for name, value in match.items()):
-            kept += k
-            total += n
-    return kept, total
-
-
-def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
-    cells = {k: v for k, v in tally(results).items() if k[0] != "replay"}
-    pooled = _sum(cells)
-    tests = _sum(cells, kind="failing test")
-    out = []
-    for label, (k, n), want in (
-        ("all answers pooled", pooled, POOLED_GOAL),
-        ("failing test ids", tests, FAILING_TEST_GOAL),
-    ):
-        out.append(
-            {
-                "goal": f"{label} recoverable at 25/40/60%: ≥ {want:.0%}",
-                "measured": f"{k / n:.1%} ({k}/{n})" if n else "n/a",
-                "met": (k / n >= want) if n else None,
-            }
-        )
-    return out
 
 
 def markdown(results: dict[str, Any]) -> list[str]:

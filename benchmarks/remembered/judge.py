@@ -19,13 +19,10 @@ An old value that does not appear is never stale: forgetting it is the other met
 
 from __future__ import annotations
 
-import contextlib
-import json
 import re
-from collections.abc import Iterator, Sequence
-from typing import Any, Final
+from typing import Final
 
-from compaction import Message
+from compaction.check import visible_text
 
 __all__ = ["MARKERS", "NEAR", "stale", "visible_text"]
 
@@ -35,29 +32,6 @@ MARKERS: Final = re.compile(
     r"no longer|instead of|changed from|updated from|outdated|stale|obsolete)\b|->|→",
     re.IGNORECASE,
 )
-
-
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-def visible_text(messages: Sequence[Message]) -> str:
-    """Everything the model reads of ``messages``, in order, one part per line."""
-    parts: list[str] = []
-    for message in messages:
-        parts.append(message.content)
-        for call in message.tool_calls:
-            parts.append(call.arguments)
-            with contextlib.suppress(ValueError):
-                parts.extend(_strings(json.loads(call.arguments)))
-    return "\n".join(parts)
 
 
 def _marked(text: str, at: int, length: int) -> bool:

@@ -1,4 +1,4 @@
-"""The facts the probe asks of a compacted run, computed from the raw log (:mod:`probe_logs`).
+"""The facts asked of a compacted run, computed from the raw log (:mod:`~compaction.check.logs`).
 
 Each fact is a question with one answer, which may be written in a few equivalent literal
 forms; it is recovered when any form appears in the compacted messages' visible text.
@@ -8,8 +8,9 @@ forms; it is recovered when any form appears in the compacted messages' visible 
   characters called as ``name(`` or defined with ``def``, builtins left out) in the task
   text, URLs removed first; the first :data:`TASK_IDS` of them, in order of appearance.
 - **edited file**: the last three distinct files edited (newest first), as the log names
-  them (:mod:`probe_edits`; Claude Code ``Edit``/``Write``/``MultiEdit``/``NotebookEdit``
-  whose result is not an error; SWE-agent ``create``/``edit``/``str_replace_editor``).
+  them (:mod:`~compaction.check.edits`; Claude Code ``Edit``/``Write``/``MultiEdit``/
+  ``NotebookEdit`` whose result is not an error; SWE-agent
+  ``create``/``edit``/``str_replace_editor``).
 - **failing test**: the last test an output reports failing: pytest ``FAILED a.py::t`` /
   ``a.py::t FAILED``; unittest/Django ``FAIL: t (m.C)`` (also ``m.C.t``); sympy's
   ``___ path.py:t ___``; ExUnit ``1) test name (Mod)`` with its ``test/x_test.exs:12``
@@ -187,5 +188,5 @@ def _last(log: Log) -> list[Fact]:
 
 
 def facts(log: Log) -> list[Fact]:
-    """Every fact the probe asks of one log."""
+    """Every fact asked of one log."""
     return [*_task_ids(log.task), *_edited(log), *_last(log)]

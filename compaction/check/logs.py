@@ -1,5 +1,5 @@
-"""The probe's own reader of raw agent logs: the JSON read directly, never through
-``compaction.formats``, so the probe checks the library against an independent account.
+"""A reader of raw agent logs of its own: the JSON read directly, never through
+``compaction.formats``, so a check of the library is graded against an independent account.
 
 A log becomes a :class:`Log`: the task as the person wrote it, the agent's actions in order
 (each with its command text and the files it edited), and the environment's outputs in order.
@@ -15,13 +15,15 @@ A log becomes a :class:`Log`: the task as the person wrote it, the agent's actio
   ``<command-...>``/``<local-command-...>``/``<system-reminder>`` wrapper); actions are
   ``tool_use`` blocks (``Bash`` gives a command), outputs are ``tool_result`` blocks.
 
-What counts as an edit is in :mod:`benchmarks.probe.edits`.
+What counts as an edit is in :mod:`compaction.check.edits`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any, Final
 
@@ -33,7 +35,7 @@ __all__ = ["Action", "Log", "UnreadableLog", "read_log"]
 
 
 class UnreadableLog(ValueError):
-    """A file the probe does not read (another format, broken JSON, a shape it does not
+    """A file this reader does not read (another format, broken JSON, a shape it does not
     know); the message names the file, ``reason`` says why."""
 
     def __init__(self, name: str, reason: str) -> None:
@@ -224,7 +226,8 @@ def _claude(lines: list[dict[str, Any]]) -> Log:
 
 
 def read_log(path: Path) -> Log:
-    """The probe's reading of one raw log; :class:`UnreadableLog` for anything else."""
+    """One raw log, read; :class:`UnreadableLog` for anything else (a link, a directory, a
+    device, a file of another shape)."""
     try:
         return _read(path)
     except _Refused as exc:
@@ -235,6 +238,9 @@ def read_log(path: Path) -> Log:
 
 
 def _read(path: Path) -> Log:
+    # lstat: a link is refused, never followed; only a regular file is read.
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise _Refused("not a regular file")
     raw = path.read_text(encoding="utf-8")
     if path.suffix == ".jsonl":
         lines = [json.loads(line) for line in raw.splitlines() if line.strip()]

@@ -1,4 +1,5 @@
-"""Which files a shell command edits, by the probe's own rules.
+"""Which files a shell command edits, by rules of its own (not :mod:`compaction.memory.shell`,
+so a check does not grade the ledger by the ledger's reader).
 
 An edit is: ``sed -i`` (its file operands: the script, given inline or with ``-e``, is not a
 path, nor a ``-f`` script file), ``perl -i`` (the files after its ``-e`` script), a shell
