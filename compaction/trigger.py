@@ -59,7 +59,8 @@ The contract, and why it is shaped like this:
   pipeline directly; a trigger that could raise into the agent would make compaction the
   thing that ends a run it exists to keep alive. ``KeyboardInterrupt`` and other
   ``BaseException`` still propagate.
-- **Every request fits whenever the system prompt does** (issue 12, decision 2). With
+- **Every request fits whenever the system prompt does**: a request a provider rejects as too long
+  ends the run, which is worse than any cut. With
   ``pipeline=None`` the compactor runs :func:`default_pipeline`, whose last layer,
   :class:`~compaction.strategies.fit.Fit`, cuts the largest protected messages in their
   middle (marked and recallable) when the protected part alone is over target (a huge task,

@@ -213,7 +213,7 @@ def _totals(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _goals(totals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 23's goals: the cache-aware trigger costs less than the default one in total, with
+    """The goals: the cache-aware trigger costs less than the default one in total, with
     no request over the window and the task in every call."""
     by = {t["policy"]: t for t in totals}
     default, aware = by.get("default trigger"), by.get("cache-aware trigger")

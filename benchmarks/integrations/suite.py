@@ -1,9 +1,10 @@
 """What one model call costs in each framework drop-in, as the conversation grows.
 
 An agent calls its drop-in before every model call with its whole history; a drop-in that
-converts all of it each time costs O(history) per call and O(history²) per run (issue 21
-item 6). Each drop-in is driven through the hook its framework calls, with a window so large
-that nothing is compacted (what is measured is following the conversation, not the ladder):
+converts all of it each time costs O(history) per call and O(history²) per run (measured
+at 35-160 ms per call at 5,000 messages before the conversion was made incremental). Each
+drop-in is driven through the hook its framework calls, with a window so large that nothing
+is compacted (what is measured is following the conversation, not the ladder):
 
 - LangChain: ``CompactionMiddleware.wrap_model_call`` with a ``ModelRequest``;
 - pydantic-ai: ``Compaction.prepare_model_request`` with the request context's fields;

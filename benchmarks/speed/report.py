@@ -11,8 +11,8 @@ __all__ = ["COLD_GOAL", "OVERHEAD_GOAL_US", "cold", "warm"]
 
 
 COLD_GOAL = 1.5
-#: Issue 19's goals for the default ladder: the median file at most this, every file at most
-#: ``COLD_WORST_GOAL``.
+#: The goals for the default ladder (a cold one-shot must stay well below a model call): the
+#: median file at most this, every file at most ``COLD_WORST_GOAL``.
 COLD_MEDIAN_GOAL = 1.25
 COLD_WORST_GOAL = 2.0
 OVERHEAD_GOAL_US = 50.0

@@ -3,8 +3,8 @@
 Agent harnesses answer a malformed or slow step with a reply of their own, sent as a user
 message: "Please always provide EXACTLY ONE action…", "The command … was cancelled…". A person
 never wrote it, so the readers mark it synthetic (``meta["synthetic"]``) and it is never taken
-for the task (issue 12: the newest format error became the task anchor and the real task was
-dropped as old history).
+for the task (taken for one, the newest format error became the task anchor and the real
+task was dropped as old history).
 
 A reply is recognised by the literal opening of the template it was rendered from (the text
 before the template's first field, Jinja ``{{ }}``/``{% %}`` or Python ``{name}``): the

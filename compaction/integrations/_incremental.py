@@ -1,7 +1,7 @@
 """A framework's history, converted once: each call converts only what is new.
 
 A drop-in sees the agent's whole history before every model call. Converting all of it each
-time makes a call cost O(history) and a run O(history²) (issue 21 item 6: 35-160 ms per call at
+time makes a call cost O(history) and a run O(history²) (measured at 35-160 ms per call at
 5,000 messages). Frameworks append to their history, so what was converted last time is kept,
 by source: a call compares the new list with the sources it converted (identity first, then
 equality, for frameworks that rebuild their items), keeps the conversions of the common

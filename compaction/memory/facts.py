@@ -1,4 +1,4 @@
-"""The facts one message holds, read from its text and its tool calls (issue 12, issue 19).
+"""The facts one message holds, read from its text and its tool calls.
 
 Each reader is one linear pass over a bounded prefix of the text, far cheaper than the token
 count the ladder already paid for the message:

@@ -1,6 +1,7 @@
-"""One running ledger: the record a compaction leaves where messages went (issue 19, item 3).
+"""One running ledger: the record a compaction leaves where messages went.
 
-Nothing vanishes without a trace (issue 12), and traces must not pile up: every layer that
+Nothing vanishes without a trace (a model that cannot tell what was removed redoes the work or
+contradicts it), and traces must not pile up: every layer that
 removes messages (the sliding window's note, the summary, the tool-result placeholders) feeds
 the same structured, model-free record, and the next compaction carries it forward:
 

@@ -1,4 +1,4 @@
-"""The ledger's text: what the model reads where messages were removed (issue 19, item 3).
+"""The ledger's text: what the model reads where messages were removed.
 
 Deterministic (the same ledger gives the same text) and bounded: at most half the characters
 the ledger stands for, at most :func:`ledger_cap` of the target, whichever is less. When the

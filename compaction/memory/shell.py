@@ -1,4 +1,4 @@
-"""What a shell command line reads and edits, told apart (issue 19, item 3).
+"""What a shell command line reads and edits, told apart.
 
 A note that lists ``4130s/if/elif`` as a file read, or a ``sed -i`` target as read rather than
 edited, sends the agent looking for files that do not exist and hides the ones it changed. So

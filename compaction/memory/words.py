@@ -1,4 +1,4 @@
-"""What the person said, condensed: the sentences that carry weight, verbatim (issue 19, items 1-2).
+"""What the person said, condensed: the sentences that carry weight, verbatim.
 
 A person-written message that no longer fits the context window is not summarised in other
 words: its sentences that instruct or constrain, that carry identifiers, or that state a goal

@@ -5,7 +5,7 @@ they only drop or summarise what is not protected. Sending the request anyway is
 400, the worst outcome. So this layer *cuts* (never drops) messages in their middle, keeping
 head and tail (the head holds the request, the tail the error or the conclusion).
 
-A run has two sizes (issue 19): the **target**, where compaction aims, and the **hard limit**,
+A run has two sizes: the **target**, where compaction aims, and the **hard limit**,
 what the request must fit (the window less what the reply needs; a plain ``compact(target=...)``
 has the target as its limit). What is droppable aims at the target; what is protected (the
 system prompt, the task, the newest request, what the policy protects, pinned messages, the

@@ -7,12 +7,13 @@ Two jobs, one rule of order:
 - **a fixed window** (seed 000): ``window_size`` messages (``window_mode="messages"``) or tokens
   (``window_mode="tokens"``) of the non-system conversation are kept, newest first; the system
   block is always kept, outside the window. In a ladder the window is a cap applied while the
-  conversation is over target (rule 1 holds for every layer, issue 15); on its own
-  (``apply``), or with ``always_apply=True`` in a ladder, it applies whatever the budget, as
-  seed 000 has it.
+  conversation is over target (rule 1 holds for every layer: a ladder asks a layer only while
+  over target); on its own (``apply``), or with ``always_apply=True`` in a ladder, it applies
+  whatever the budget, as seed 000 has it.
 
 In both, the budget is enforced after the window, and what may be dropped is decided the same
-way (the protection policy in the README, issue 12):
+way (the protection policy in the README: what the model needs to keep working is never
+dropped):
 
 1. never the system block, the original task (the first person-written user message), the
    newest person-written user message, a pinned message (``meta["pinned"]``), or the newest

@@ -126,7 +126,8 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
         - ``recall``: where originals can be looked up by recall id, e.g. a session's
           ``recall`` (``Session.recall``): a callable ``(ref) -> Message | None``. A region
           holding placeholders or cut messages is then summarised from the originals they
-          stand for, not from the placeholders (issue 12). None: from what is there.
+          stand for, not from the placeholders (a summary of a placeholder
+          would carry only its name). None: from what is there.
         """
         if summarizer is None:
             summarizer = ExtractiveSummarizer()

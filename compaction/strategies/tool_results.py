@@ -5,9 +5,9 @@ least: it has already acted on it. So this layer replaces old results, oldest fi
 short placeholder that names the tool (and its arguments, when they are short), the error
 names the output reported, and the recall id that gets the output back. It never tells the
 model to run the tool again: for a write or a shell command that would repeat a side effect
-(issue 12). Pinned results (``meta["pinned"]``) are never touched. It keeps the result's
-``tool_call_id``, so the call stays answered and the conversation stays one a provider
-accepts, and it stops the moment the conversation is under target, so the newest output
+(a second ``rm``, a second deploy). Pinned results (``meta["pinned"]``) are never touched. It
+keeps the result's ``tool_call_id``, so the call stays answered and the conversation stays one
+a provider accepts, and it stops the moment the conversation is under target, so the newest output
 survives longest.
 
 Each message is counted once (the counter caches it) and the running total is integer
