@@ -12,7 +12,8 @@ Conventions (for anyone writing a page):
   run must print the same and leave no session behind);
 - a ```` ```console ```` block holds ``$ command`` lines, each followed by the output it prints
   (stdout and stderr, in order). The command runs in ``bash`` in a scratch directory holding
-  the bundled example (``compaction/examples/...``), with ``compaction`` on ``PATH``. A ``...``
+  the bundled example (as ``agent_session.json``, where ``compaction example`` writes it, and at
+  ``compaction/examples/``), with ``compaction`` on ``PATH``. A ``...``
   line stands for any number of lines; times (``1.2 ms``) and runs of spaces and dashes
   (table layout) are normalised;
 - a ```` ```toml ```` block whose first line is ``# NAME.toml ...`` is written to ``NAME.toml``
@@ -128,12 +129,14 @@ def _adjacent(lines: list[str], first: Block, second: Block) -> bool:
 
 
 def make_scratch(blocks: list[Block], root: Path) -> Path:
-    """``root`` made like a fresh clone's root, as far as a page's examples care: the bundled
-    example at its place, and the page's named ``# NAME.toml`` blocks written out."""
+    """``root`` made like a fresh clone's root after ``compaction example``, as far as a page's
+    examples care: the bundled example at its place and where that command writes it, and the
+    page's named ``# NAME.toml`` blocks written out."""
     import shutil
 
     (root / "compaction" / "examples").mkdir(parents=True, exist_ok=True)
     shutil.copy(EXAMPLE, root / "compaction" / "examples" / EXAMPLE.name)
+    shutil.copy(EXAMPLE, root / EXAMPLE.name)
     for block in blocks:
         named = re.match(r"#\s*([\w.-]+\.toml)\b", block.code)
         if block.lang == "toml" and named:

@@ -43,6 +43,7 @@ EXTRAS = {
         "compaction.integrations.otel",
     ],
     "bench": ["langchain_core"],
+    "docs": ["mkdocs", "material", "mkdocstrings_handlers.python"],
     "dev": ["pytest", "build", "twine", "mkdocs", "material", "mkdocstrings_handlers.python"],
 }
 
@@ -147,7 +148,8 @@ def test_the_installed_command_runs_outside_the_source_tree(fresh: Path, tmp_pat
     where = _run([python, "-c", "import compaction; print(compaction.__file__)"], tmp_path)
     assert where.startswith(str(fresh.parent)), f"imported from {where}, not the wheel"
     assert "usage: compaction" in _run([str(fresh / "compaction"), "--help"], tmp_path)
-    example = Path(where).parent / "examples" / "agent_session.json"
+    example = Path(_run([str(fresh / "compaction"), "example", "--path"], tmp_path).strip())
+    assert example == Path(where).parent / "examples" / "agent_session.json"
     done = subprocess.run(
         [str(fresh / "compaction"), "compact", str(example), "--target", "4000", "-o", "out.json"],
         cwd=tmp_path, capture_output=True, text=True, timeout=120, env=_clean_env(),
@@ -182,3 +184,44 @@ print(json.dumps(declared))
     declared = json.loads(out)
     assert set(declared) == set(EXTRAS), declared
     assert "opentelemetry-sdk" in declared["otel"]
+
+
+def _commands_of_the_quickstart() -> list[str]:
+    """The README quickstart's own commands (what follows the install), as printed."""
+    sys.path.insert(0, str(ROOT))
+    from tests.docs_blocks import parse
+
+    quickstart = next(b for b in parse(ROOT / "README.md") if b.lang == "sh" and not b.skip)
+    steps = [s.strip() for s in quickstart.code.strip().split("&&")]
+    return [s for s in steps if s.startswith("compaction ")]
+
+
+def test_the_readme_quickstart_runs_against_the_installed_wheel(
+    fresh: Path, tmp_path: Path
+) -> None:
+    """What the README tells a new user to run works with only the wheel: no checkout, no
+    repository path (the quickstart writes the bundled example where it runs)."""
+    commands = _commands_of_the_quickstart()
+    assert commands and any(c.startswith("compaction compact") for c in commands), commands
+    env = _clean_env()
+    env["PATH"] = os.pathsep.join([str(fresh), env.get("PATH", "")])
+    done = subprocess.run(
+        ["bash", "-c", "set -e\ncommand -v compaction\n" + " && ".join(commands)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.stdout.splitlines()[0] == str(fresh / "compaction")
+    assert "total" in done.stderr and "fits" in done.stderr, done.stderr
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert "compacted.json" in written and "agent_session.json" in written, written
+
+
+def test_help_names_the_docs_pages_not_repository_paths(fresh: Path, tmp_path: Path) -> None:
+    """A wheel holds no docs/ folder: ``--help`` must not send a user to one."""
+    command = str(fresh / "compaction")
+    texts = [_run([command, "--help"], tmp_path)]
+    for name in ("compact", "count", "replay", "strategies", "session", "example"):
+        texts.append(_run([command, name, "--help"], tmp_path))
+    found = [t for t in texts if "docs/" in t or ".md" in t or "compaction/examples" in t]
+    assert not found, found
+    assert "documentation site" in texts[0]

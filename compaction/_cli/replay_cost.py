@@ -1,7 +1,7 @@
 """The priced half of ``compaction replay``: the price row, per-call costs, the table.
 
-Kept apart from :mod:`compaction._cli.cmd_replay` so the plain replay stays readable; see
-docs/cost.md for the model behind the figures.
+Kept apart from ``compaction._cli.cmd_replay`` so the plain replay stays readable; see
+"What a compaction costs" in the docs for the model behind the figures.
 """
 
 from __future__ import annotations
