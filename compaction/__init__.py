@@ -1,6 +1,6 @@
 """compaction: keep long-running LLM agents inside their context window.
 
-A :class:`CompactionPipeline` stacks :class:`Strategy` layers, cheapest first; each is asked
+A [`CompactionPipeline`][] stacks [`Strategy`][] layers, cheapest first; each is asked
 only while the conversation is over target, its answer is taken only when it is smaller, and
 once under target nothing below runs.
 """

@@ -5,12 +5,12 @@ Only regular files are ever written. What already stands at the path decides:
 - nothing, or a regular file: the data goes to a temporary file in the same directory, which
   then replaces the path (``os.replace``), so the path never holds half of it;
 - a symlink, a device node (``/dev/null``, ``/dev/full``), a FIFO, a socket or a directory: the
-  write is refused with :class:`NotRegularFileError`, and nothing is written. Replacing such an
+  write is refused with ``NotRegularFileError``, and nothing is written. Replacing such an
   entry would swap out something that is not ours (a replaced ``/dev/null`` breaks a machine;
   a followed symlink writes wherever someone else pointed it).
 
 A write that fails (``ENOSPC``, ``EFBIG``, ``EDQUOT``...) removes its temporary file and raises
-:class:`OSError` naming the destination, so the caller reports the real reason and the old file
+``OSError`` naming the destination, so the caller reports the real reason and the old file
 stays as it was.
 
 The temporary file is created with the process umask applied (like any file a command writes),
@@ -61,7 +61,7 @@ def _kind(mode: int) -> str | None:
 
 
 def check_destination(path: str | os.PathLike[str]) -> int | None:
-    """Raise :class:`NotRegularFileError` unless ``path`` is absent or a regular file; answer
+    """Raise ``NotRegularFileError`` unless ``path`` is absent or a regular file; answer
     the existing file's permission bits (None when absent). The last component is never
     followed: a symlink is refused, not written through."""
     try:

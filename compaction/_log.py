@@ -9,9 +9,9 @@ configured, every event goes through the application's structlog processors.
 structlog is not imported here: an application that configured it has imported it already, and
 importing it ourselves would cost every CLI start a few hundred milliseconds for nothing.
 
-Every field is bounded before it is written (see :mod:`compaction._redact`): a string to about
+Every field is bounded before it is written (see ``compaction._redact``): a string to about
 1 kB, an exception to its type name unless the application opted in to exception text with
-:func:`compaction.events.record_error_text`. Log lines are shipped and kept where a
+[`compaction.events.record_error_text`][]. Log lines are shipped and kept where a
 conversation's secrets must not follow, and a summariser error can quote the whole transcript.
 """
 

@@ -3,7 +3,7 @@
 ``compaction.ledger`` became ``compaction.memory.ledger``, ``compaction.prices`` became
 ``compaction.pricing.prices``, and so on. Code and pickles written against the old paths keep
 working: importing an old path imports the new module under both names (one module object, so
-``isinstance`` and monkeypatching agree) and warns once with a :class:`DeprecationWarning`
+``isinstance`` and monkeypatching agree) and warns once with a ``DeprecationWarning``
 naming the new path. A finder, not stub files, so the package root holds only the core.
 """
 

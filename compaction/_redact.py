@@ -4,8 +4,8 @@ Logs and traces are shipped to places with wider access and longer retention tha
 conversation itself. An exception's text is written by whoever raised it: a summariser or a
 proxy that echoes its input puts the whole transcript (keys, personal data) into the message,
 and a label value can be anything the caller passed. So every string we hand to a log line or a
-span is cut to :data:`LIMIT` characters, and an exception is described by its type alone unless
-the application opted in to its text (:func:`compaction.events.record_error_text` for logs,
+span is cut to ``LIMIT`` characters, and an exception is described by its type alone unless
+the application opted in to its text ([`compaction.events.record_error_text`][] for logs,
 ``otel.instrument(record_exception_text=True)`` for spans).
 """
 
@@ -39,7 +39,7 @@ def bound(text: str, limit: int = LIMIT) -> str:
 
 
 def error_text_recorded() -> bool:
-    """Whether log lines carry an exception's text (see :func:`set_error_text`)."""
+    """Whether log lines carry an exception's text (see ``set_error_text``)."""
     return _record_text
 
 
@@ -54,7 +54,7 @@ def describe_error(error: Any, *, text: bool | None = None) -> str:
     """A short, bounded description of ``error`` for a log line or a span.
 
     An exception is its qualified type name, followed by its (bounded) text only when ``text``
-    is True (None: the process-wide setting of :func:`set_error_text`). Anything else is a
+    is True (None: the process-wide setting of ``set_error_text``). Anything else is a
     value someone already turned into text (``repr(exc)`` from older call sites, a reason
     string): it is only bounded.
     """

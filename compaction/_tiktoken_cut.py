@@ -5,9 +5,9 @@ whole, the part kept of a dropped step) needs the offset where the first ``n`` t
 where the last ``n`` begin, then the count of the cut. Found by guessing and re-encoding, a cut
 costs several encodings of the whole text; here the edges come from one encoding of a window a
 little wider than what is kept, and the cut's count from those windows plus about a line at
-each end (:meth:`CutEdges.count_cut`). :class:`~compaction.tokens.TiktokenCounter` takes these
-methods from :class:`CutEdges`; the texts they keep to read a text once are held only for the
-length of a run (:meth:`CutEdges.forget_texts`).
+each end (``CutEdges.count_cut``). [`TiktokenCounter`][compaction.tokens.TiktokenCounter] takes
+these methods from ``CutEdges``; the texts they keep to read a text once are held only for the
+length of a run (``CutEdges.forget_texts``).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _WHITESPACE = re.compile(r"\s*")
 _WHOLE_TEXTS = 16
 _WHOLE_CHARS = 8_192
 #: The pre-tokeniser patterns of cl100k (tiktoken's older and newer spelling) in which a line
-#: start is always a piece boundary (see :meth:`TiktokenCounter.count_cut`).
+#: start is always a piece boundary (see ``TiktokenCounter.count_cut``).
 _LINES_SPLIT = frozenset(
     {
         r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"""
@@ -43,7 +43,7 @@ _LINE_REACH = 4_096
 
 
 def _line_start(text: str, at: int, *, back: bool) -> int | None:
-    """A line start of ``text`` (see :meth:`TiktokenCounter.count_cut`) at or before ``at``
+    """A line start of ``text`` (see ``TiktokenCounter.count_cut``) at or before ``at``
     (``back``) or after ``at`` (its newline at or after ``at``); the start or the end of the
     text when there is none but it is near; None when neither is within reach."""
     edge = at
@@ -102,7 +102,7 @@ def _is_panic(exc: BaseException) -> bool:
 
 
 class CutEdges:
-    """The cut-finding half of :class:`~compaction.tokens.TiktokenCounter` (a mixin)."""
+    """The cut-finding half of [`TiktokenCounter`][compaction.tokens.TiktokenCounter] (a mixin)."""
 
     # Set by TiktokenCounter; declared here for the type checker.
     _encoding: Any
@@ -118,10 +118,10 @@ class CutEdges:
 
     def _start_cuts(self, counts_as_tiktoken: bool) -> None:
         """Set up the cut state (``counts_as_tiktoken``: whether ``count_text`` is
-        tiktoken's own count, which :meth:`count_cut` relies on)."""
-        # The encodings of the last few texts a cut read whole (see :meth:`_whole`).
+        tiktoken's own count, which ``count_cut`` relies on)."""
+        # The encodings of the last few texts a cut read whole (see ``_whole``).
         self._wholes = {}
-        # The window each edge last read, for :meth:`count_cut`: the text, its tokens, where
+        # The window each edge last read, for ``count_cut``: the text, its tokens, where
         # the window starts, the token at the edge and that token's character offset.
         self._windows = {}
         # Whether a line start is a boundary of this encoding's pre-tokeniser (see count_cut).
@@ -161,7 +161,7 @@ class CutEdges:
         return max(0, chars - (0x80 <= first < 0xC0))
 
     def _whole(self, text: str) -> list[int] | None:
-        """The tokens of ``text`` (see :meth:`_tokens`), for a window that is the whole text.
+        """The tokens of ``text`` (see ``_tokens``), for a window that is the whole text.
 
         A short text is read whole by both of its edges, by every candidate of one cut, and by
         every pass of a layer that re-cuts the same original (the last resort does, each pass
@@ -210,7 +210,7 @@ class CutEdges:
 
     def count_cut(self, text: str, a: int, b: int, marker: str) -> int | None:
         """What ``text[:a] + marker + text[b:]`` counts, ``a`` and ``b`` being the edges the
-        last :meth:`head_end` and :meth:`tail_start` of ``text`` answered; None when it cannot
+        last ``head_end`` and ``tail_start`` of ``text`` answered; None when it cannot
         be told without encoding the cut whole.
 
         The windows read to find the edges hold the tokens of the kept head and tail already.

@@ -1,11 +1,11 @@
 """The trigger's view of the agent's conversation: what the next request is, and its size.
 
-Kept apart from :mod:`compaction.trigger` so that following the agent's list stays readable on
+Kept apart from [`compaction.trigger`][] so that following the agent's list stays readable on
 its own: which of the agent's messages are already mapped (and to what compacted view), when
 a list is a new conversation, and the estimate of the next request (anchored on the
 provider's usage when there is one). What to do about the estimate (run the ladder, back off,
-keep the answer) is the :class:`~compaction.trigger.Compactor`'s, which mixes
-:class:`_ConversationView` in.
+keep the answer) is the [`Compactor`][compaction.trigger.Compactor]'s, which mixes
+``_ConversationView`` in.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ USAGE_FLOOR = 0.8
 
 class AppendLog(list[Message]):
     """A list of converted messages that its owner grows at the end and shortens only with
-    :meth:`cut`, which counts every shortening in ``epoch``.
+    ``cut``, which counts every shortening in ``epoch``.
 
     An integration converts the framework's history into one of these, after checking the
     framework's whole list against the sources it converted (so the prefix is the same
@@ -86,7 +86,7 @@ class AppendLog(list[Message]):
 
 
 class _ConversationView:
-    """The conversation-following half of :class:`~compaction.trigger.Compactor` (a mixin)."""
+    """The conversation-following half of [`Compactor`][compaction.trigger.Compactor] (a mixin)."""
 
     # Set by Compactor.__init__ (validated there); declared here for the type checker.
     counter: TokenCounter
@@ -135,8 +135,8 @@ class _ConversationView:
     def observe(self, usage: Any) -> None:
         """Record the provider's reported input size for the request last returned.
 
-        The same as passing ``usage`` to the next :meth:`before_call`; a count far below the
-        local count of that request is ignored (see :data:`USAGE_FLOOR`).
+        The same as passing ``usage`` to the next ``before_call``; a count far below the
+        local count of that request is ignored (see ``USAGE_FLOOR``).
         """
         tokens = usage_tokens(usage)
         if self._has_sent:

@@ -1,4 +1,4 @@
-"""The size a conversation must fit: an int, or a :class:`Budget` that reserves room for a reply."""
+"""The size a conversation must fit: an int, or a [`Budget`][] that reserves room for a reply."""
 
 from __future__ import annotations
 

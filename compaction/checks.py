@@ -2,12 +2,12 @@
 
 A ladder config is data a user (or a file) wrote, so a value of the wrong type must be refused
 where it enters, naming the key, rather than coerced: ``bool("false")`` is True, so a TOML
-``strict = "false"`` used to turn strict mode *on*. :func:`check_options` holds an option's
+``strict = "false"`` used to turn strict mode *on*. [`check_options`][] holds an option's
 value to the type its strategy's constructor declares.
 
 Placeholders and markers are ``str.format`` templates, and a format spec can ask for any
 width: ``"{name:99999999999}"`` allocates a hundred gigabytes and dies with MemoryError.
-:func:`check_format` refuses a width or precision past :data:`MAX_FORMAT_WIDTH`, any field but
+[`check_format`][] refuses a width or precision past [`MAX_FORMAT_WIDTH`][], any field but
 the ones offered, and attribute or index access (``{name.__class__}``), which would let a
 config string reach into objects.
 """
@@ -38,7 +38,7 @@ def check_format(what: str, template: Any, fields: Mapping[str, Any]) -> str:
 
     ``what`` names the option (``"ToolResults placeholder"``). Only the names in ``fields``
     may appear, plainly (no ``.attr``, ``[index]``, positional ``{}`` or nested specs), and no
-    width or precision may exceed :data:`MAX_FORMAT_WIDTH`.
+    width or precision may exceed [`MAX_FORMAT_WIDTH`][].
     """
     if not isinstance(template, str):
         raise TypeError(f"{what} must be a str, got {type(template).__name__}")
@@ -174,7 +174,7 @@ def _describe(hint: Any) -> str:
 def check_options(cls: type, options: Mapping[str, Any]) -> None:
     """Refuse an option whose value is not of the type ``cls``'s constructor declares.
 
-    Raises :class:`TypeError` naming the option and the expected type. Options whose type
+    Raises ``TypeError`` naming the option and the expected type. Options whose type
     cannot be checked here (a summariser object, say) are left to the constructor.
     """
     hints = _hints(cls)

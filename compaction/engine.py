@@ -1,10 +1,11 @@
 """Running a ladder: the checks, the state handed down the layers, the events of a whole run.
 
-This is the one place a run happens, whether a :class:`~compaction.pipeline.CompactionPipeline`
-runs its layers or a strategy runs on its own (``Strategy.apply``). It sits below both: it knows
-layers only as callables ``layer(run, call_next)`` (and ``await layer.acall(run, call_next)``),
-so neither the strategy base nor the pipeline has to import the other to run (the imports of
-the core go one way: engine <- strategy <- pipeline <- registry).
+This is the one place a run happens, whether a
+[`CompactionPipeline`][compaction.pipeline.CompactionPipeline] runs its layers or a strategy
+runs on its own (``Strategy.apply``). It sits below both: it knows layers only as callables
+``layer(run, call_next)`` (and ``await layer.acall(run, call_next)``), so neither the strategy
+base nor the pipeline has to import the other to run (the imports of the core go one way: engine
+<- strategy <- pipeline <- registry).
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ class Layer(Protocol):
 
 
 def check_messages(messages: Any) -> tuple[Message, ...]:
-    """``messages`` as a tuple of :class:`Message`; a TypeError naming the first bad item."""
+    """``messages`` as a tuple of [`Message`][]; a TypeError naming the first bad item."""
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
         raise TypeError(f"messages must be a sequence of Message, got {type(messages).__name__}")
     msgs = tuple(messages)
@@ -266,7 +267,7 @@ async def aexecute(
     strict: bool = False,
     limit: int | Budget | None = None,
 ) -> CompactionResult:
-    """Async twin of :func:`execute`: awaits layers that do I/O instead of blocking."""
+    """Async twin of [`execute`][]: awaits layers that do I/O instead of blocking."""
     started = time.monotonic()
     run = _start(sender, messages, target, counter, labels, strict, limit)
     before = run.tokens

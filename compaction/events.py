@@ -4,7 +4,7 @@ Subscribe with ``events.compacted.connect(fn)``; receivers get the sender first 
 arguments (take ``**kwargs`` as well: a later version may add one). Every signal carries
 ``labels``: a mapping the caller passed to ``compact`` (the trigger puts ``context_size`` and
 ``window`` there; the turn loop puts ``agent``), so metrics can be tagged without wrapping
-anything. Everything here is also logged through structlog (see :mod:`compaction._log`).
+anything. Everything here is also logged through structlog (see ``compaction._log``).
 
 **The ladder** (its middleware hooks):
 
@@ -28,7 +28,7 @@ signal                 sender               keyword arguments
                                             layers below), ok (False when leaving by an
                                             exception), labels
 ``compacted``          the pipeline         before, after, target, applied (tuple of
-                                            :class:`~compaction.result.Applied`), changed,
+                                            [`Applied`][compaction.result.Applied]), changed,
                                             fits, labels. Fires at the end of every run that
                                             did not raise, **also when nothing changed**:
                                             count compactions with ``changed``
@@ -46,13 +46,13 @@ Layers are middleware, so entering and exiting nest: with two layers both asked,
 layer_exited(a)``. A standalone ``strategy.apply`` sends ``started``/``compacted``/``duration``
 with the strategy itself as the sender.
 
-**The turn loop** (:class:`~compaction.loop.TurnLoop` is the sender; every one carries
+**The turn loop** ([`TurnLoop`][compaction.loop.turn.TurnLoop] is the sender; every one carries
 ``agent``, the loop's name, and ``labels``, ``{"agent": agent}``):
 
 ========================  =============================================================
 signal                    keyword arguments
 ========================  =============================================================
-``turn_started``          prompt (the user :class:`~compaction.messages.Message`), retry
+``turn_started``          prompt (the user [`Message`][compaction.messages.Message]), retry
                           (True when the prompt continues an unfinished turn)
 ``turn_finished``         steps (model calls), stopped ("answer" | "max_steps" | "error"),
                           seconds, ok, error (None or the exception), messages (added)
@@ -61,7 +61,7 @@ signal                    keyword arguments
 ``model_call_finished``   step, tokens, seconds, usage (what the provider reported, or
                           None), tool_calls (count)
 ``model_call_failed``     step, tokens, seconds, error
-``tool_call_denied``      step, call (the :class:`~compaction.messages.ToolCall`), name,
+``tool_call_denied``      step, call (the [`ToolCall`][compaction.messages.ToolCall]), name,
                           reason (the refusal the model gets)
 ``tool_call_started``     step, call, name, arguments (the dict it runs with, after the
                           approval hook), rewritten (True when the hook changed them)

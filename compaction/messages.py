@@ -1,7 +1,7 @@
-"""The value types everything else passes around: :class:`Message` and :class:`ToolCall`.
+"""The value types everything else passes around: [`Message`][] and [`ToolCall`][].
 
 Both are frozen attrs classes. A strategy never edits a message; it builds a new one with
-:meth:`Message.replace`, which also forgets any known token count, so a rewritten message is
+[`Message.replace`][], which also forgets any known token count, so a rewritten message is
 always counted afresh.
 """
 
@@ -222,7 +222,7 @@ class Message:
 #: by the name attrs gives it; an attrs that names it otherwise gets ``attrs.evolve`` instead.
 _BUILDS_DIRECTLY: Final = "_attrs_cached_hash" in getattr(Message, "__slots__", ())
 
-#: The fields :meth:`Message.replace` changes on its fast path: a rewrite's new text, meta and
+#: The fields [`Message.replace`][] changes on its fast path: a rewrite's new text, meta and
 #: count. None of them takes part in a check of another field.
 _TEXT_FIELDS: Final = frozenset({"content", "meta", "tokens"})
 

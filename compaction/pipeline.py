@@ -1,4 +1,4 @@
-"""The ladder: :class:`CompactionPipeline` stacks strategies, cheapest first.
+"""The ladder: [`CompactionPipeline`][] stacks strategies, cheapest first.
 
 Built Rack-style::
 
@@ -9,9 +9,9 @@ Built Rack-style::
     result = pipeline.compact(messages, target=40_000)
 
 Each layer is called with the run and the next layer (``call_next``), and the rules of
-:mod:`compaction.strategy` decide whether it is asked and whether its answer is taken. The
+[`compaction.strategy`][] decide whether it is asked and whether its answer is taken. The
 pipeline itself knows no concrete strategy: it composes the layers (announcing each with
-``events.layer_added``) and hands them to :mod:`compaction.engine`, which runs, times and
+``events.layer_added``) and hands them to [`compaction.engine`][], which runs, times and
 reports them and guarantees that a layer that raises never costs the conversation.
 """
 
@@ -151,7 +151,7 @@ class CompactionPipeline:
         """Shrink ``messages`` to ``target`` tokens, as cheaply as the ladder allows.
 
         ``limit`` is the hard limit the request must fit (default: the target; an int or a
-        :class:`Budget`, at least the target): layers are asked while the conversation is over
+        [`Budget`][], at least the target): layers are asked while the conversation is over
         ``target``, and a layer that cuts protected content (one whose ``rewrite`` takes
         ``limit=``) cuts it only down to ``limit``. Pass the model's window (less what its
         answer needs) so that what the agent was told is cut only when the window demands it.

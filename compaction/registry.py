@@ -188,7 +188,7 @@ def _layer(entry: Any, where: str, reg: Registry) -> Strategy:
 
 
 def ladder_from_config(config: Mapping[str, Any], *, reg: Registry | None = None) -> Any:
-    """A :class:`~compaction.pipeline.CompactionPipeline` from a plain dict.
+    """A [`CompactionPipeline`][compaction.pipeline.CompactionPipeline] from a plain dict.
 
     ``use`` is the list of layers (each a key, or a table with ``strategy`` and its options);
     ``run`` the optional terminal. Every key and option is checked before anything is built.
@@ -222,7 +222,7 @@ def ladder_from_config(config: Mapping[str, Any], *, reg: Registry | None = None
 
 
 def read_toml(path: str | Path) -> dict[str, Any]:
-    """The table in the TOML file ``path``; a :class:`ConfigError` naming the file otherwise."""
+    """The table in the TOML file ``path``; a [`ConfigError`][] naming the file otherwise."""
     try:
         import tomllib
     except ModuleNotFoundError:  # Python 3.10
@@ -240,7 +240,7 @@ def read_toml(path: str | Path) -> dict[str, Any]:
 
 
 def load_ladder(path: str | Path, *, reg: Registry | None = None) -> Any:
-    """A pipeline from a TOML file with the shape :func:`ladder_from_config` takes."""
+    """A pipeline from a TOML file with the shape [`ladder_from_config`][] takes."""
     data = read_toml(path)
     try:
         return ladder_from_config(data, reg=reg)

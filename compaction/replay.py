@@ -1,4 +1,4 @@
-"""Replay a recorded transcript through a :class:`~compaction.trigger.Compactor`.
+"""Replay a recorded transcript through a [`Compactor`][compaction.trigger.Compactor].
 
 The measuring instrument behind the CLI's ``replay`` and the benchmarks: it answers "had this
 agent run with this compactor, what would each model call have sent?". A model call happens
@@ -17,8 +17,8 @@ with the previous request is known without comparing when no compaction happened
 (the request then extends the previous one by construction) and compared message by message
 only after a compaction, and the transcript is never sliced per call.
 
-Given a :class:`~compaction.pricing.prices.Price`, every call is also priced with the provider's
-prompt cache followed by a :class:`~compaction.pricing.cost.CacheMeter` (cache reads, writes,
+Given a [`Price`][compaction.pricing.prices.Price], every call is also priced with the provider's
+prompt cache followed by a [`CacheMeter`][compaction.pricing.cost.CacheMeter] (cache reads, writes,
 uncached input, output, USD), and so is the same call with no compaction at all (the
 *baseline*: the transcript as it was, side by side). Time comes from the log where it is
 recorded, else from ``cadence`` seconds between calls; output sizes from the recorded usage,
@@ -58,9 +58,9 @@ class ReplayRecord:
     - ``request``: the request itself, when asked for (``keep_requests=True``).
     - Priced replays only: ``at`` the call's time in seconds (from the log, or the cadence:
       ``timed`` says which); ``output_tokens``; ``cost`` and ``baseline`` the call's
-      :class:`~compaction.pricing.cost.CallCost` compacted and with no compaction (whose request is
-      ``baseline_tokens``); ``summary_tokens`` the (input, output) tokens of summariser calls
-      made by this call's compaction.
+      [`CallCost`][compaction.pricing.cost.CallCost] compacted and with no compaction (whose
+      request is ``baseline_tokens``); ``summary_tokens`` the (input, output) tokens of
+      summariser calls made by this call's compaction.
     """
 
     call: int
@@ -89,8 +89,8 @@ class ReplayTotals:
 
     ``cache_share`` is the share of all tokens sent that were an unchanged prefix of the
     previous request; ``strategies`` counts how often each strategy applied. A priced
-    replay adds ``cost`` and ``baseline`` (:class:`~compaction.pricing.cost.CostTotals`, compacted
-    and with no compaction) and ``baseline_max_tokens``, the largest uncompacted request.
+    replay adds ``cost`` and ``baseline`` ([`CostTotals`][compaction.pricing.cost.CostTotals],
+    compacted and with no compaction) and ``baseline_max_tokens``, the largest uncompacted request.
     """
 
     calls: int
@@ -186,9 +186,9 @@ def replay(
     cadence: float = 30.0,
     overhead: int = 0,
 ) -> Iterator[ReplayRecord]:
-    """Yield a :class:`ReplayRecord` for every model call the transcript ``messages`` records.
+    """Yield a [`ReplayRecord`][] for every model call the transcript ``messages`` records.
 
-    The compactor is :meth:`~compaction.trigger.Compactor.reset` first (its stats keep
+    The compactor is ``reset`` first (its stats keep
     accumulating) and follows the transcript from there; replay it with a fresh compactor for
     figures of its own. ``keep_requests`` keeps every request on its record (memory grows
     with the transcript times the window).

@@ -1,4 +1,4 @@
-"""What a compaction run answers: :class:`CompactionResult` and its per-strategy records."""
+"""What a compaction run answers: [`CompactionResult`][] and its per-strategy records."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ The stack order is the policy. A layer that got the conversation under target ne
 next one, so the strategies that cost nothing sit at the top and the one that spends a model
 call is only reached when they could not get there.
 
-A subclass answers :attr:`Strategy.name` and :meth:`Strategy.rewrite`, and nothing else. The
+A subclass answers ``Strategy.name`` and [`Strategy.rewrite`][], and nothing else. The
 rules are kept here, once:
 
 1. a strategy is asked only while the conversation is over target;
@@ -86,13 +86,13 @@ class Strategy:
 
     ``rewrite(messages, *, target)`` answers a new, smaller sequence of messages, or None to
     decline. A subclass whose ``rewrite`` also takes ``counter`` gets the
-    run's :class:`~compaction.tokens.TokenCounter`, and may use it freely: counts are cached,
-    so asking again costs a dictionary lookup. One whose ``rewrite`` takes ``limit`` gets the
-    run's hard limit (at least ``target``): what the request must fit, as opposed to where it
-    aims. Only a layer that cuts protected content needs it (the last resort cuts protected
+    run's [`TokenCounter`][compaction.tokens.TokenCounter], and may use it freely: counts are
+    cached, so asking again costs a dictionary lookup. One whose ``rewrite`` takes ``limit``
+    gets the run's hard limit (at least ``target``): what the request must fit, as opposed to
+    where it aims. Only a layer that cuts protected content needs it (the last resort cuts protected
     content only down to the limit); such a layer may answer a conversation over target but
     within the limit, and it is taken, as any answer, only when smaller. A strategy that spends
-    I/O also overrides :meth:`arewrite`, so the async pipeline awaits it instead of blocking
+    I/O also overrides [`arewrite`][], so the async pipeline awaits it instead of blocking
     the event loop.
 
     A subclass without a ``name`` is a TypeError when it is defined (its work would be recorded
@@ -139,7 +139,7 @@ class Strategy:
     async def arewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
     ) -> Sequence[Message] | None:
-        """Async twin of :meth:`rewrite`; by default the same (CPU-bound, microseconds)."""
+        """Async twin of [`rewrite`][]; by default the same (CPU-bound, microseconds)."""
         return self._rewrite(messages, target, counter)
 
     def _rewrite(
@@ -209,8 +209,8 @@ class Strategy:
         counter: TokenCounter | None = None,
         limit: int | Budget | None = None,
     ) -> CompactionResult:
-        """Like :meth:`apply`, but answers the full :class:`CompactionResult`. ``limit``: the
-        hard limit (default: the target), as for :meth:`CompactionPipeline.compact`."""
+        """Like [`apply`][], but answers the full [`CompactionResult`][]. ``limit``: the
+        hard limit (default: the target), as for [`CompactionPipeline.compact`][]."""
         # The engine runs a ladder of one; the pipeline (which builds on this module) is not
         # needed for that, so this module never imports it.
         return execute(self, (self,), messages, target=target, counter=counter, limit=limit)
@@ -223,7 +223,7 @@ class Strategy:
         counter: TokenCounter | None = None,
         limit: int | Budget | None = None,
     ) -> CompactionResult:
-        """Async twin of :meth:`compact`."""
+        """Async twin of [`compact`][]."""
         return await aexecute(self, (self,), messages, target=target, counter=counter, limit=limit)
 
     # -- the rules, kept once ------------------------------------------------------------------
@@ -270,7 +270,7 @@ class Strategy:
             self._exit(run, entry, asked, passed, ok)
 
     def _enter(self, run: Run, asked: bool) -> tuple[int, int, float]:
-        """Report entering the layer; answers what :meth:`_exit` reports against."""
+        """Report entering the layer; answers what ``_exit`` reports against."""
         position = run.depth
         run.depth += 1
         log.debug(

@@ -62,7 +62,7 @@ _media_tokens: _MediaTokens | None = None
 
 
 def _load_media_tokens() -> _MediaTokens:
-    """:func:`compaction.media.count.media_tokens`, imported when a message first carries media
+    """[`compaction.media.count.media_tokens`][], imported when a message first carries media
     (so `import compaction` does not pay for it) and kept, so a count does not pay for an
     import statement either."""
     global _media_tokens
@@ -75,7 +75,7 @@ def _load_media_tokens() -> _MediaTokens:
 class CachingCounter:
     """Base for counters: the envelope arithmetic and the per-message cache.
 
-    A subclass answers :meth:`count_text` (and a ``name``). A message that carries a known
+    A subclass answers ``count_text`` (and a ``name``). A message that carries a known
     ``tokens`` count is honoured as is, without encoding anything.
     """
 
@@ -127,8 +127,8 @@ class CachingCounter:
         return total
 
     def _count_again(self, text: str) -> int:
-        """:meth:`count_text`, remembering short texts (names, small arguments) for the
-        counts :meth:`learn` makes: a bounded few, held by this counter only."""
+        """``count_text``, remembering short texts (names, small arguments) for the
+        counts [`learn`][] makes: a bounded few, held by this counter only."""
         if len(text) > _AGAIN_CHARS:
             return self.count_text(text)
         again = self._again
@@ -159,9 +159,9 @@ class CachingCounter:
 
         A layer that cuts a text encodes the cut to check it, then builds the cut message and
         counts it: without this, that count would encode the same text again. The caller
-        vouches that ``text_tokens`` is what :meth:`count_text` gives for the content (it just
+        vouches that ``text_tokens`` is what ``count_text`` gives for the content (it just
         encoded exactly that text); the rest (envelope, name, tool calls, media) is measured as
-        :meth:`count` measures it, so the count recorded is the one ``count`` would give."""
+        [`count`][] measures it, so the count recorded is the one ``count`` would give."""
         n = self._hits.get(_ref(message))
         if n is not None:
             return n
@@ -184,7 +184,7 @@ class CachingCounter:
 
     def tail_start(self, text: str, n: int, *, tokens: int | None = None) -> int | None:
         """Where the last ``n`` tokens of ``text`` start (a character offset), or None (see
-        :meth:`head_end`)."""
+        [`head_end`][])."""
         return None
 
     def count_tools(self, tools: Sequence[Mapping[str, Any]]) -> int:
@@ -295,7 +295,7 @@ class TiktokenCounter(CutEdges, CachingCounter):
         self._encoding = _load_encoding(self.encoding_name)
         self._encode = self._encoding.encode_ordinary
         #: Whitespace runs at least this long are encoded in pieces (see
-        #: :data:`MAX_WHITESPACE_RUN`); never raise it past a few hundred thousand.
+        #: [`MAX_WHITESPACE_RUN`][]); never raise it past a few hundred thousand.
         self.max_run = MAX_WHITESPACE_RUN
         #: Texts that tiktoken panicked on and were counted in pieces instead.
         self.panics = 0

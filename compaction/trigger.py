@@ -1,6 +1,6 @@
 """The trigger: compact before a model call, only when the window is filling.
 
-An agent calls :meth:`Compactor.before_call` before **every** model call, inside its tool loop,
+An agent calls [`Compactor.before_call`][] before **every** model call, inside its tool loop,
 with its own full message list, and sends what comes back::
 
     compactor = Compactor(pipeline, window=128_000, tools=tool_schemas)
@@ -54,15 +54,15 @@ The contract, and why it is shaped like this:
   counts the conversation bigger than the local counter does, the target and the limit are
   scaled down by the same ratio, since the pipeline measures locally.
 - **Compaction never kills the turn.** If the pipeline raises (also a ``strict`` pipeline, or
-  input the pipeline refuses as invalid), :data:`compaction.events.failed` is sent with the
+  input the pipeline refuses as invalid), [`compaction.events.failed`][] is sent with the
   compactor as sender and the uncompacted messages are returned. ``strict`` is for running a
   pipeline directly; a trigger that could raise into the agent would make compaction the
   thing that ends a run it exists to keep alive. ``KeyboardInterrupt`` and other
   ``BaseException`` still propagate.
 - **Every request fits whenever the system prompt does**: a request a provider rejects as too long
   ends the run, which is worse than any cut. With
-  ``pipeline=None`` the compactor runs :func:`default_pipeline`, whose last layer,
-  :class:`~compaction.strategies.fit.Fit`, cuts the largest protected messages in their
+  ``pipeline=None`` the compactor runs [`default_pipeline`][], whose last layer,
+  [`Fit`][compaction.strategies.fit.Fit], cuts the largest protected messages in their
   middle (marked and recallable) when the protected part alone is over target (a huge task,
   a huge newest tool output). ``strict_floor=True`` leaves it out: an over-target result is
   then kept, nothing protected is ever cut. A pipeline you pass is run as you built it.
@@ -120,7 +120,7 @@ class CompactorStats:
 class Compactor(_ConversationView):
     """Compact before a model call when the estimate reaches ``compact_at * window``.
 
-    ``pipeline`` is the ladder to run (None: :func:`default_pipeline`); ``window`` the
+    ``pipeline`` is the ladder to run (None: [`default_pipeline`][]); ``window`` the
     model's context window in tokens;
     ``compact_at``/``compact_to`` the hysteresis marks as shares of the window
     (``0 < compact_to < compact_at <= 1``); ``counter`` the counter for local counts and for
@@ -130,7 +130,7 @@ class Compactor(_ConversationView):
     compaction must save to be taken (capped at half the gap between the marks);
     ``strict_floor`` (with the default pipeline) keeps an over-target result rather than
     cutting protected messages to fit; ``policy`` decides when to compact in place of the
-    fixed ``compact_at`` mark (:class:`compaction.pricing.cache_policy.CacheAware`). See the module
+    fixed ``compact_at`` mark ([`compaction.pricing.cache_policy.CacheAware`][]). See the module
     docstring for the contract.
     """
 
@@ -328,7 +328,7 @@ class Compactor(_ConversationView):
     async def abefore_call(
         self, messages: Sequence[Message], usage: Any = None
     ) -> Sequence[Message]:
-        """Async twin of :meth:`before_call`: awaits strategies that do I/O (summarisers)."""
+        """Async twin of [`before_call`][]: awaits strategies that do I/O (summarisers)."""
         plan = self._plan(messages, usage)
         if self.policy is not None:
             self.policy.adjust(self, plan)

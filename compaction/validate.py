@@ -3,7 +3,7 @@
 Both OpenAI and Anthropic answer 400 to a tool result whose call is not in the assistant
 message right before its run of results, to a call left unanswered, and (for Anthropic, and for
 OpenAI's reasoning models) to system messages in the middle. Every strategy's output on valid
-input passes :func:`validate`; on invalid input a strategy refuses with the same error rather
+input passes [`validate`][]; on invalid input a strategy refuses with the same error rather
 than making it worse.
 """
 
@@ -114,17 +114,17 @@ def problems(messages: Sequence[Message]) -> list[InvalidConversationError]:
 
 def mark_checked(messages: tuple[Message, ...]) -> Token[tuple[Message, ...] | None]:
     """Record ``messages`` as checked and valid for the run in progress (the engine calls it;
-    :func:`reset_checked` with the answer forgets it when the run ends)."""
+    [`reset_checked`][] with the answer forgets it when the run ends)."""
     return _checked.set(messages)
 
 
 def reset_checked(token: Token[tuple[Message, ...] | None]) -> None:
-    """Forget what :func:`mark_checked` recorded since ``token`` (the end of a run)."""
+    """Forget what [`mark_checked`][] recorded since ``token`` (the end of a run)."""
     _checked.reset(token)
 
 
 def validate(messages: Sequence[Message]) -> None:
-    """Raise :class:`InvalidConversationError` for the first problem; return None if valid."""
+    """Raise [`InvalidConversationError`][] for the first problem; return None if valid."""
     if messages is _checked.get():
         return
     found = problems(messages)

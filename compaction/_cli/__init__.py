@@ -1,4 +1,4 @@
-"""The parts of the ``compaction`` command (entry point: :func:`compaction.cli.main`).
+"""The parts of the ``compaction`` command (entry point: [`compaction.cli.main`][]).
 
 One module per job: ``parser`` builds the argument parser, ``errors`` maps failures to exit
 codes and one-line messages, ``render`` draws tables (rich on a terminal, plain text when

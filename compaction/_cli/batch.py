@@ -51,8 +51,8 @@ def _in_worker(work: Callable[..., Any], source: Source, args: tuple[Any, ...]) 
 
 
 class Batch:
-    """The inputs of one command. Inside ``with batch:``, :meth:`run` a per-file function
-    over every :class:`Source` (with a progress bar on stderr)."""
+    """The inputs of one command. Inside ``with batch:``, ``run`` a per-file function
+    over every ``Source`` (with a progress bar on stderr)."""
 
     def __init__(self, paths: Iterable[str], label: str, jobs: int = 1, verbose: int = 0) -> None:
         self.sources = expand(paths)

@@ -1,7 +1,7 @@
 """``compaction replay``: what each model call of a recorded run would have sent.
 
-The transcript goes through :func:`compaction.replay.replay` with a
-:class:`~compaction.trigger.Compactor` (compact at ``--compact-at`` of the window, down to
+The transcript goes through [`compaction.replay.replay`][] with a
+[`Compactor`][compaction.trigger.Compactor] (compact at ``--compact-at`` of the window, down to
 ``--compact-to``), and every call is shown: tokens sent, whether it compacted (and with what),
 and the share of the request a provider's prompt cache could have reused.
 """

@@ -3,7 +3,7 @@
 A result goes to ``-o FILE``, to ``-o DIR`` (one file per input, at its path below the
 directory it was found in), or to stdout (``-``). Two inputs whose results would land on one
 path are refused before anything is read; only regular files are ever written (see
-:mod:`compaction._atomic`). The target is a promise about the file written, counted as
+``compaction._atomic``). The target is a promise about the file written, counted as
 ``compaction count`` would count it, so the ladder is run again a little lower when the output
 shape counts more than the ladder's own view of the messages.
 """

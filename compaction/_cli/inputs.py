@@ -79,7 +79,8 @@ def expand(paths: Iterable[str]) -> list[Source]:
 
 
 def load(source: Source | Path) -> Any:
-    """The :class:`~compaction.formats.Loaded` transcript of ``source`` (any known format)."""
+    """The [`Loaded`][compaction.formats.loaded.Loaded] transcript of ``source`` (any known
+    format)."""
     from ..formats import load as load_transcript
     from ..formats import loads
 

@@ -1,10 +1,11 @@
 """Provider message shapes in and out: OpenAI chat completions and Anthropic messages.
 
-Each adapter turns a provider's list of message dicts into :class:`~compaction.Message` tuples
-and back. What we do not model (content parts, thinking blocks, provider-only fields) rides
-along in ``meta`` under the adapter's own key (``"openai"`` or ``"anthropic"``), so a message
-nothing rewrote goes back out exactly as it came in, and a message a strategy rewrote goes back
-out with its new text. Neither adapter imports the provider SDKs.
+Each adapter turns a provider's list of message dicts into
+[`Message`][compaction.messages.Message] tuples and back. What we do not model (content parts,
+thinking blocks, provider-only fields) rides along in ``meta`` under the adapter's own key
+(``"openai"`` or ``"anthropic"``), so a message nothing rewrote goes back out exactly as it came
+in, and a message a strategy rewrote goes back out with its new text. Neither adapter imports
+the provider SDKs.
 """
 
 from __future__ import annotations

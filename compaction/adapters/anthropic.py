@@ -1,10 +1,10 @@
-"""Anthropic messages (a top-level system prompt plus content blocks) to :class:`Message` and back.
+"""Anthropic messages (a top-level system prompt plus content blocks) to [`Message`][] and back.
 
 The neutral shape is OpenAI-like, so the mapping is:
 
 - ``system`` (text or text blocks) -> one leading system message;
 - an assistant message -> one assistant message: ``text`` blocks joined into its content,
-  ``tool_use`` blocks into :class:`ToolCall` (arguments = the JSON text of ``input``);
+  ``tool_use`` blocks into [`ToolCall`][] (arguments = the JSON text of ``input``);
   ``thinking`` / ``redacted_thinking`` and other blocks stay in ``meta["anthropic"]``,
   attached to that same message;
 - a user message -> one tool message per ``tool_result`` block (in order), then, when the
@@ -42,7 +42,7 @@ CONTINUED: Final = "(continuing an earlier conversation)"
 
 
 class AnthropicRequest(NamedTuple):
-    """What :func:`to_anthropic` returns; unpacks as ``system, messages``."""
+    """What [`to_anthropic`][] returns; unpacks as ``system, messages``."""
 
     system: str | list[dict[str, Any]] | None
     messages: list[dict[str, Any]]
@@ -141,12 +141,12 @@ def from_anthropic(
     messages: Iterable[Mapping[str, Any]],
     system: str | list[dict[str, Any]] | None = None,
 ) -> tuple[Message, ...]:
-    """Anthropic ``messages`` (and the top-level ``system``) as :class:`Message` tuples.
+    """Anthropic ``messages`` (and the top-level ``system``) as [`Message`][] tuples.
 
     A message may be an SDK object (the ``Message`` a call returned, or any pydantic model with
     ``role`` and ``content``), and content blocks may be SDK block objects: they are read
     without the null fields ``model_dump()`` would add, and a response's own fields (``id``,
-    ``model``, ``usage``...) are not carried into the request. Raises :class:`AdapterError`
+    ``model``, ``usage``...) are not carried into the request. Raises [`AdapterError`][]
     naming the message and field it cannot read.
     """
     if isinstance(messages, str | bytes | Mapping) or is_model(messages):
@@ -381,14 +381,14 @@ def _valid_ids(out: list[dict[str, Any]]) -> None:
 
 
 def to_anthropic(messages: Iterable[Message]) -> AnthropicRequest:
-    """:class:`Message` objects as an Anthropic request: ``(system, messages)``.
+    """[`Message`][] objects as an Anthropic request: ``(system, messages)``.
 
     Leading system messages become ``system``; a system message later on cannot be expressed
-    and raises :class:`AdapterError`. ``meta["compaction"]`` is not written out. What the API
+    and raises [`AdapterError`][]. ``meta["compaction"]`` is not written out. What the API
     would reject is avoided: a message with no content at all is left out, and a conversation
-    that would open with the assistant opens with a short user turn (:data:`CONTINUED`), and
+    that would open with the assistant opens with a short user turn (``CONTINUED``), and
     a tool-call id Anthropic refuses is mapped to one it accepts, the same way in every call
-    (:func:`compaction.adapters.ids.anthropic_id`).
+    (``compaction.adapters.ids.anthropic_id``).
     """
     msgs = tuple(messages)
     start = 0

@@ -2,7 +2,7 @@
 
 Other providers and agent logs use ids Anthropic refuses (Kimi and vLLM's
 ``functions.bash:0``, a hand-made ``call 1``), and a request with one is a 400. So
-:func:`anthropic_id` maps every id to one it accepts, by a function of the id alone:
+[`anthropic_id`][] maps every id to one it accepts, by a function of the id alone:
 
 - a valid id is kept as it is (Anthropic's own ``toolu_...`` ids round-trip untouched);
 - any other id becomes its allowed characters (others replaced by ``_``, at most 40 kept) and

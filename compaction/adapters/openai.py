@@ -1,4 +1,4 @@
-"""OpenAI chat-completions messages to :class:`Message` and back.
+"""OpenAI chat-completions messages to [`Message`][] and back.
 
 Reading keeps, under ``meta["openai"]``, whatever the neutral message cannot hold: the original
 role (``developer``), content given as a list of parts, a ``null`` content, the exact
@@ -68,7 +68,7 @@ def _calls(raw: Any, index: int) -> tuple[ToolCall, ...]:
 
 def message_from_openai(raw: Any, index: int = 0) -> Message:
     """One OpenAI message (a dict, an SDK message object or a whole ``ChatCompletion``, whose
-    first choice is taken) as a :class:`Message` (``index`` is used in errors)."""
+    first choice is taken) as a [`Message`][] (``index`` is used in errors)."""
     raw = _coerced(raw)
     if not isinstance(raw, Mapping):
         raise AdapterError(index, None, f"expected a message object, got {type(raw).__name__}")
@@ -141,13 +141,13 @@ def _coerced(raw: Any) -> Any:
 
 
 def from_openai(messages: Iterable[Any]) -> tuple[Message, ...]:
-    """OpenAI chat-completions ``messages`` as :class:`Message` tuples.
+    """OpenAI chat-completions ``messages`` as [`Message`][] tuples.
 
     Each item may be a message dict, an SDK object (``ChatCompletionMessage``, or a
     ``ChatCompletion``, read as its first choice's message) or any pydantic model of that
     shape; a single ``ChatCompletion`` is accepted in place of the list. ``developer`` becomes
     ``system`` (the original role is remembered); content parts are joined into the text
-    (text parts only) and kept whole in ``meta["openai"]``. Raises :class:`AdapterError`
+    (text parts only) and kept whole in ``meta["openai"]``. Raises [`AdapterError`][]
     naming the message and field it cannot read.
     """
     if is_model(messages) and hasattr(messages, "choices"):
@@ -184,7 +184,7 @@ def _cut_parts(parts: Any, message: Message) -> list[Any] | None:
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:
-    """One :class:`Message` as an OpenAI message dict."""
+    """One [`Message`][] as an OpenAI message dict."""
     record = _record(message)
     role = message.role
     if role == "system" and record.get("role") == "developer":
@@ -307,9 +307,9 @@ def _safe_calls(raw: Any) -> tuple[ToolCall, ...] | None:
 
 
 def to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """:class:`Message` objects as OpenAI chat-completions message dicts.
+    """[`Message`][] objects as OpenAI chat-completions message dicts.
 
-    Exact inverse of :func:`from_openai` for messages nothing rewrote; a rewritten message is
+    Exact inverse of [`from_openai`][] for messages nothing rewrote; a rewritten message is
     written from its current content and calls. ``meta["compaction"]`` is not written out:
     providers reject fields they do not know.
     """

@@ -4,7 +4,7 @@ Providers match a tool result to its call by id, and Anthropic refuses a request
 two ``tool_use`` blocks share an id. Agent logs and hand-made requests do reuse ids (a
 resumed session restarting its counter, ``call_1`` in every turn of a text-action agent), so
 everything that reads conversations in (the adapters' ``from_*`` and the transcript readers)
-passes them through :func:`rekey`: a call whose id an earlier message already used gets a new
+passes them through [`rekey`][]: a call whose id an earlier message already used gets a new
 one (``<id>-r2``, ``<id>-r3``...: only characters every provider accepts in an id, Anthropic
 included), the results right after it follow, and both messages record
 the change in ``meta["rekeyed"]`` (``{new id: old id}``), like the readers' other repairs.

@@ -1,5 +1,5 @@
 """OpenAI Responses API input items (what the OpenAI Agents SDK passes around) to
-:class:`Message` and back.
+[`Message`][] and back.
 
 A Responses conversation is a flat list of items, not of chat messages: ``message`` items
 (user, system, developer, assistant), ``function_call`` and ``function_call_output`` items
@@ -9,7 +9,7 @@ on. The mapping:
 - a user / system / developer message -> one message of that role (developer as system, the
   spelling remembered);
 - a run of assistant-side items (assistant messages, reasoning, ``*_call`` items) -> **one**
-  assistant message: its text, the calls that carry a ``call_id`` as :class:`ToolCall`, and every
+  assistant message: its text, the calls that carry a ``call_id`` as [`ToolCall`][], and every
   item kept in ``meta["responses"]`` in order, so a step (reasoning, text and calls) is kept or
   dropped whole and reasoning is never separated from the call it led to;
 - a ``*_call_output`` item -> a tool message answering its ``call_id``.
@@ -18,7 +18,7 @@ Writing reverses it. A message nothing rewrote goes back out as the very item ob
 read from (the Agents SDK matches items by identity); a rewritten one is written from its new
 text: assistant text as an assistant message, calls from their original items, tool output as
 a ``function_call_output``. Items that are not text (reasoning, hosted calls) are not counted as
-text; images and files in user messages are counted by :mod:`compaction.media.count`.
+text; images and files in user messages are counted by [`compaction.media.count`][].
 """
 
 from __future__ import annotations
@@ -152,10 +152,10 @@ class _Reader:
 
 
 def from_responses(items: Iterable[Any]) -> tuple[Message, ...]:
-    """Responses API input items (dicts or SDK objects) as :class:`Message` tuples.
+    """Responses API input items (dicts or SDK objects) as [`Message`][] tuples.
 
     A plain string (the Agents SDK's shorthand for one user message) is one user message.
-    Raises :class:`AdapterError` naming the item and field it cannot read.
+    Raises [`AdapterError`][] naming the item and field it cannot read.
     """
     if isinstance(items, str):
         return (Message("user", items, meta={META_KEY: {"item": items, "text": items}}),)
@@ -248,9 +248,9 @@ def _person(message: Message, record: Mapping[str, Any]) -> Any:
 
 
 def to_responses(messages: Sequence[Message] | Iterable[Message]) -> list[Any]:
-    """:class:`Message` objects as Responses API input items.
+    """[`Message`][] objects as Responses API input items.
 
-    Exact inverse of :func:`from_responses` for messages nothing rewrote (the same item
+    Exact inverse of [`from_responses`][] for messages nothing rewrote (the same item
     objects); a rewritten message is written from its current content and calls.
     ``meta["compaction"]`` is not written out.
     """

@@ -1,21 +1,21 @@
 """Measuring what a compaction kept, and what it cost, on a user's own logs.
 
 The instruments behind the benchmarks, and behind ``compaction check`` and ``compaction tune``:
-a user replays their agent's recorded runs through a :class:`~compaction.trigger.Compactor`
+a user replays their agent's recorded runs through a [`Compactor`][compaction.trigger.Compactor]
 and reads, call by call, what each request held and cost.
 
-- :mod:`~compaction.check.requests`: where the agent called the model
+- [`requests`][compaction.check.requests]: where the agent called the model
   ([call_points][compaction.check.requests.call_points]), and a
   [RequestMeter][compaction.check.requests.RequestMeter] that measures a stream of requests
   from any framework (tokens sent, the share a prompt cache can reuse, over the window,
   the task kept, priced with the cache);
-- :mod:`~compaction.check.task`: the original task and whether a request still holds it
+- [`task`][compaction.check.task]: the original task and whether a request still holds it
   (verbatim, or cut with head and tail kept);
-- :mod:`~compaction.check.logs`, :mod:`~compaction.check.edits`, :mod:`~compaction.check.facts`:
-  facts of a run (task identifiers, files edited, the last failing test, error and command)
-  read from the raw log by a reader of its own, independent of ``compaction.formats``, so a
-  check of the library is not graded by the code it checks;
-- :mod:`~compaction.check.probe`: which of those facts a request lets the model recover.
+- [`logs`][compaction.check.logs], [`edits`][compaction.check.edits],
+  [`facts`][compaction.check.facts]: facts of a run (task identifiers, files edited, the last
+  failing test, error and command) read from the raw log by a reader of its own, independent of
+  ``compaction.formats``, so a check of the library is not graded by the code it checks;
+- [`probe`][compaction.check.probe]: which of those facts a request lets the model recover.
 
 It reads results and never changes them. It may import the core, ``memory``, ``pricing``,
 ``replay`` and ``trigger``; nothing in the library imports it but the command line.

@@ -1,4 +1,4 @@
-"""Which files a shell command edits, by rules of its own (not :mod:`compaction.memory.shell`,
+"""Which files a shell command edits, by rules of its own (not ``compaction.memory.shell``,
 so a check does not grade the ledger by the ledger's reader).
 
 An edit is: ``sed -i`` (its file operands: the script, given inline or with ``-e``, is not a

@@ -1,4 +1,4 @@
-"""The facts asked of a compacted run, computed from the raw log (:mod:`~compaction.check.logs`).
+"""The facts asked of a compacted run, computed from the raw log ([`logs`][compaction.check.logs]).
 
 Each fact is a question with one answer, which may be written in a few equivalent literal
 forms; it is recovered when any form appears in the compacted messages' visible text.
@@ -6,9 +6,9 @@ forms; it is recovered when any form appears in the compacted messages' visible 
 - **task id**: every issue id (``#1234``, ``ABC-123``), file path (with a ``/`` and an
   extension, or a bare name with a source extension) and function name (a name of 3+
   characters called as ``name(`` or defined with ``def``, builtins left out) in the task
-  text, URLs removed first; the first :data:`TASK_IDS` of them, in order of appearance.
+  text, URLs removed first; the first ``TASK_IDS`` of them, in order of appearance.
 - **edited file**: the last three distinct files edited (newest first), as the log names
-  them (:mod:`~compaction.check.edits`; Claude Code ``Edit``/``Write``/``MultiEdit``/
+  them ([`edits`][compaction.check.edits]; Claude Code ``Edit``/``Write``/``MultiEdit``/
   ``NotebookEdit`` whose result is not an error; SWE-agent
   ``create``/``edit``/``str_replace_editor``).
 - **failing test**: the last test an output reports failing: pytest ``FAILED a.py::t`` /
@@ -19,7 +19,7 @@ forms; it is recovered when any form appears in the compacted messages' visible 
   ``[pkg.]NameError:`` / ``...Exception:`` (the short name is the answer), or Elixir's
   ``** (Name)``.
 - **last command**: the last shell command the agent ran (``bash`` block, ``Bash`` tool,
-  SWE-agent action): its first line, stripped, at most :data:`COMMAND_HEAD` characters.
+  SWE-agent action): its first line, stripped, at most ``COMMAND_HEAD`` characters.
 """
 
 from __future__ import annotations

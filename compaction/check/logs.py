@@ -1,7 +1,7 @@
 """A reader of raw agent logs of its own: the JSON read directly, never through
 ``compaction.formats``, so a check of the library is graded against an independent account.
 
-A log becomes a :class:`Log`: the task as the person wrote it, the agent's actions in order
+A log becomes a ``Log``: the task as the person wrote it, the agent's actions in order
 (each with its command text and the files it edited), and the environment's outputs in order.
 
 - **mini-swe-agent** (``*.traj.json``: ``{"messages": [...]}``): the task is the first user
@@ -15,7 +15,7 @@ A log becomes a :class:`Log`: the task as the person wrote it, the agent's actio
   ``<command-...>``/``<local-command-...>``/``<system-reminder>`` wrapper); actions are
   ``tool_use`` blocks (``Bash`` gives a command), outputs are ``tool_result`` blocks.
 
-What counts as an edit is in :mod:`compaction.check.edits`.
+What counts as an edit is in [`compaction.check.edits`][].
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ def _claude(lines: list[dict[str, Any]]) -> Log:
 
 
 def read_log(path: Path) -> Log:
-    """One raw log, read; :class:`UnreadableLog` for anything else (a link, a directory, a
+    """One raw log, read; [`UnreadableLog`][] for anything else (a link, a directory, a
     device, a file of another shape)."""
     try:
         return _read(path)

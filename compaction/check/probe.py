@@ -68,8 +68,8 @@ class LogFacts:
 
 
 def log_facts(path: Path, messages: Sequence[Message]) -> LogFacts:
-    """The facts of the raw log at ``path`` (:func:`compaction.check.logs.read_log`, which
-    raises :class:`~compaction.check.logs.UnreadableLog`), split against ``messages``, the
+    """The facts of the raw log at ``path`` ([`compaction.check.logs.read_log`][], which
+    raises [`UnreadableLog`][compaction.check.logs.UnreadableLog]), split against ``messages``, the
     run as read for compaction."""
     log = read_log(path)
     original = run_text(messages)

@@ -1,7 +1,7 @@
 """Where an agent called the model, and what each of its requests measured.
 
-A replay through our own :class:`~compaction.trigger.Compactor` is
-:func:`compaction.replay.replay`. A check also replays runs through other frameworks'
+A replay through our own [`Compactor`][compaction.trigger.Compactor] is
+[`compaction.replay.replay`][]. A check also replays runs through other frameworks'
 compaction (a LangChain middleware, a peer's trimming) whose requests are not our messages,
 so the measuring is kept apart from the feeding: the caller sends each request it built to a
 [RequestMeter][compaction.check.requests.RequestMeter], which knows only how to count an item
@@ -10,7 +10,7 @@ and whether two items are the same.
 Per request the meter records its size, the tokens at its start that repeat the previous
 request's start unchanged (what a provider's prompt cache can reuse), whether it is over the
 window, whether it rewrote the previous request's prefix (a compaction the cache pays for),
-whether the task was in it, and, given a :class:`~compaction.pricing.cost.CacheMeter`, its
+whether the task was in it, and, given a [`CacheMeter`][compaction.pricing.cost.CacheMeter], its
 price with the cache. The prefix is compared item by item from the start and stops at the
 first difference, so each request costs one pass over the part it shares.
 """
@@ -31,7 +31,7 @@ T = TypeVar("T")
 
 
 def call_points(messages: Sequence[Message]) -> list[int]:
-    """Where the agent called the model, as :func:`compaction.replay.replay` sees it: before
+    """Where the agent called the model, as [`compaction.replay.replay`][] sees it: before
     each assistant message that follows a non-assistant one (some logs store one answer as
     several assistant messages). ``messages[:i]`` is what it sent."""
     return [

@@ -4,7 +4,7 @@ The task is the first user message a person wrote: what a reader marked syntheti
 (``meta["synthetic"]``: a harness's format-error reply, a reminder), a demonstration the
 harness prepends (a reader's ``is_demo`` flag) and a note or summary a compaction left are
 not. A request holds it verbatim, or cut in its middle with its first and last
-[HEAD_TAIL_CHARS][compaction.check.task.HEAD_TAIL_CHARS] characters kept in one message (what
+``HEAD_TAIL_CHARS`` characters kept in one message (what
 the last-resort fit does to an oversized task): a model that sees head and tail still knows
 what it was asked.
 """
@@ -52,7 +52,7 @@ def original_task(messages: Sequence[Message]) -> Message | None:
 
 def task_kept(task: Message, result: Sequence[Message]) -> str | None:
     """``"verbatim"`` when a message of ``result`` has the task's text, ``"cut"`` when one holds
-    its first and last [HEAD_TAIL_CHARS][compaction.check.task.HEAD_TAIL_CHARS] characters (a
+    its first and last ``HEAD_TAIL_CHARS`` characters (a
     cut that kept head and tail), else None."""
     text = task.content
     for m in result:

@@ -1,18 +1,18 @@
 """Reading real transcript files, and writing conversations back in a provider's shape.
 
-:func:`load` takes a path and needs no options: it reads OpenAI chats (JSON list, JSONL,
+[`load`][] takes a path and needs no options: it reads OpenAI chats (JSON list, JSONL,
 ``{"messages": [...]}``), Anthropic requests (``{"system": ..., "messages": [...]}``),
 mini-swe-agent trajectories (``*.traj.json``), SWE-agent trajectories (``*.traj``) and
 Claude Code session logs (``*.jsonl``), telling them apart by content. What it returns always
-passes :func:`compaction.validate.validate`; a file it cannot read raises
-:class:`FormatError` naming the file (and line, for JSONL) and what was expected.
+passes [`compaction.validate.validate`][]; a file it cannot read raises
+[`FormatError`][] naming the file (and line, for JSONL) and what was expected.
 
 Rule for broken tool pairs: OpenAI/Anthropic files are requests, so a result whose call is
 missing (or a call left unanswered) is an error; agent logs are records of what happened, so
 they are repaired visibly (explicit "no result recorded" results, orphan results kept as user
-messages saying so) and the repairs listed in :attr:`Loaded.repairs`.
+messages saying so) and the repairs listed in ``Loaded.repairs``.
 
-:func:`dump` writes messages as OpenAI or Anthropic JSON (``Loaded.output_format`` says which
+[`dump`][] writes messages as OpenAI or Anthropic JSON (``Loaded.output_format`` says which
 one an input format goes back as: trajectories as OpenAI, Claude Code logs as Anthropic).
 """
 
@@ -65,7 +65,7 @@ def load(path: str | os.PathLike[str]) -> Loaded:
 
 
 def loads(data: str | bytes, name: str = "<string>") -> Loaded:
-    """Like :func:`load`, for text already in memory (``name`` is used in errors)."""
+    """Like [`load`][], for text already in memory (``name`` is used in errors)."""
     text = decode(data, name) if isinstance(data, bytes) else data
     if not text.strip():
         raise FormatError(name, "empty input")
@@ -73,7 +73,7 @@ def loads(data: str | bytes, name: str = "<string>") -> Loaded:
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """The format :func:`load` would read ``path`` as (one of :data:`FORMATS`)."""
+    """The format [`load`][] would read ``path`` as (one of ``FORMATS``)."""
     return detect(parse_text(read_text(path), str(path)), str(path))
 
 
@@ -119,7 +119,7 @@ def dumps(messages: Iterable[Message], format: str, *, like: Loaded | None = Non
     """``messages`` as OpenAI (``format="openai"``) or Anthropic (``"anthropic"``) JSON text.
 
     OpenAI: a JSON list of messages. Anthropic: ``{"system": ..., "messages": [...]}``
-    (``system`` only when there is one). With ``like`` (the :class:`Loaded` the messages came
+    (``system`` only when there is one). With ``like`` (the [`Loaded`][] the messages came
     from, same format), its shape is kept: JSONL stays JSONL, an ``{"messages": ...}`` object
     keeps its other fields (``model``, ``tools``...).
     """
@@ -136,7 +136,7 @@ def dump(
     *,
     like: Loaded | None = None,
 ) -> None:
-    """Write :func:`dumps` output to a path (atomically: all of it or nothing) or a stream."""
+    """Write [`dumps`][] output to a path (atomically: all of it or nothing) or a stream."""
     text = dumps(messages, format, like=like)
     try:
         text.encode("utf-8")

@@ -4,14 +4,14 @@ mini-swe-agent stores its ``action_regex`` in the trajectory (``info.config.agen
 reader must use it to find what the agent ran. But a file is untrusted input, and Python's
 ``re`` backtracks: a 319-byte file with a pattern like ``(a|aa)+$`` pinned a CPU for good. So:
 
-- the default pattern (what nearly every trajectory uses) is matched by :func:`_default_actions`,
+- the default pattern (what nearly every trajectory uses) is matched by ``_default_actions``,
   a linear-time scan that gives exactly what ``re.finditer`` gives for it (a property test
   checks the two agree), so ordinary files never pay for anything below;
-- any other pattern is checked (a string, at most :data:`MAX_PATTERN` characters, compiles, at
-  most one group; else a :class:`FormatError`) and then run in a separate Python process
-  that is killed after :data:`SECONDS`: no ``re`` call of ours can be interrupted in-process,
+- any other pattern is checked (a string, at most [`MAX_PATTERN`][] characters, compiles, at
+  most one group; else a [`FormatError`][]) and then run in a separate Python process
+  that is killed after [`SECONDS`][]: no ``re`` call of ours can be interrupted in-process,
   and a core dependency with timeouts (the ``regex`` package) is not worth one reader. A
-  pattern that does not finish in time is a :class:`FormatError` naming the file.
+  pattern that does not finish in time is a [`FormatError`][] naming the file.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ def _pattern(value: Mapping[str, Any], path: str | Path) -> str:
 def find_actions(
     value: Mapping[str, Any], texts: Sequence[str], path: str | Path
 ) -> list[Action | None]:
-    """For each text, its :class:`Action` when the file's pattern matches it exactly once
+    """For each text, its [`Action`][] when the file's pattern matches it exactly once
     (mini-swe-agent runs nothing for zero or several), else None."""
     pattern = _pattern(value, path)
     if pattern == DEFAULT:

@@ -1,7 +1,7 @@
 """OpenAI and Anthropic conversations saved as JSON or JSONL: read strictly.
 
 These files are requests a user hands us, so we do not guess: a tool result whose call is
-missing, a call left unanswered, or a message we cannot read is a :class:`FormatError` naming
+missing, a call left unanswered, or a message we cannot read is a [`FormatError`][] naming
 the file, the message (and the line, for JSONL), and what was expected. Agent logs, which
 record what happened rather than what to send, are repaired instead (see ``repair.py``).
 """

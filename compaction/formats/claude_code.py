@@ -2,7 +2,7 @@
 
 A log is one JSON record per line. Only ``user`` and ``assistant`` records are chat turns;
 the rest (``progress``, ``file-history-snapshot``, ``system``, ``summary``,
-``queue-operation``...) are skipped and counted in :attr:`Loaded.skipped`. Quirks handled:
+``queue-operation``...) are skipped and counted in [`Loaded.skipped`][]. Quirks handled:
 
 - Claude Code writes **one line per content block**: the lines of one API message share
   ``message.id`` and are merged back into one assistant message (``Message.id`` = that id).
@@ -11,14 +11,14 @@ the rest (``progress``, ``file-history-snapshot``, ``system``, ``summary``,
 - Tool results arrive as ``tool_result`` blocks inside ``user`` lines; each becomes a tool
   message whose ``id`` is the line's ``uuid``. User text lines keep their ``uuid`` as id.
 - A previous compaction (``isCompactSummary``) is kept where it is, marked as a summary with
-  :func:`compaction.memory.transcript.mark` (strategy ``"claude-code"``), so it is never taken as
+  [`compaction.memory.transcript.mark`][] (strategy ``"claude-code"``), so it is never taken as
   the
   task anchor; it records the messages it replaced, which stay in the log before it.
 - Subagent files (``subagents/agent-*.jsonl``, every record ``isSidechain``) read on their own.
   A main log that also holds sidechain records (older versions) keeps only its main chain.
 - A session killed mid-tool leaves calls unanswered: they get an explicit "no result
   recorded" result; a result whose call is not in the log is kept as a user message saying
-  so. Both are reported in :attr:`Loaded.repairs`.
+  so. Both are reported in [`Loaded.repairs`][].
 """
 
 from __future__ import annotations

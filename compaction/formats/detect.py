@@ -45,7 +45,7 @@ class Document:
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
-    """The file's text; :class:`FormatError` for a missing, empty or binary file."""
+    """The file's text; [`FormatError`][] for a missing, empty or binary file."""
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError:
@@ -58,7 +58,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
 
 
 def decode(data: bytes, path: str | os.PathLike[str]) -> str:
-    """``data`` as text; :class:`FormatError` when it is empty or binary."""
+    """``data`` as text; [`FormatError`][] when it is empty or binary."""
     if not data.strip():
         raise FormatError(path, f"empty file; {EXPECTED}")
     if b"\0" in data[:65536]:
@@ -107,9 +107,9 @@ def _locate(value: Any, bad: Any) -> str:
 
 
 def check_tree(value: Any, path: str | Path, *, line: int | None = None, text: str = "") -> None:
-    """Refuse JSON nested deeper than :data:`MAX_DEPTH` and strings holding a lone UTF-16
+    """Refuse JSON nested deeper than [`MAX_DEPTH`][] and strings holding a lone UTF-16
     surrogate (valid JSON, but no valid text: nothing can encode it as UTF-8 again), with a
-    :class:`FormatError` naming where. Iterative, so the check itself never recurses."""
+    [`FormatError`][] naming where. Iterative, so the check itself never recurses."""
     strings = _SURROGATE_ESCAPE.search(text) is not None if text else True
     stack: list[tuple[Any, int]] = [(value, 1)]
     lone = False
@@ -241,7 +241,8 @@ def _hint(path: str | Path) -> str:
 
 
 def detect(doc: Document, path: str | Path) -> str:
-    """The format of ``doc``: one of :data:`compaction.formats.FORMATS`."""
+    """The format of ``doc``: one of
+    [`compaction.formats.FORMATS`][compaction.formats.loaded.FORMATS]."""
     if doc.records is not None:
         no, first = doc.records[0]
         if _is_message(first):

@@ -1,4 +1,4 @@
-"""What :func:`compaction.formats.load` returns."""
+"""What [`compaction.formats.load`][] returns."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class Repair:
     recorded" tool result), ``"orphan_result"`` (a result whose call is not in the log was
     kept as a user message saying so) or ``"rekeyed"`` (a call reused an id an earlier call
     had: it and its results got a fresh id, ``detail`` names it). ``index`` is the position
-    of the message added or changed in :attr:`Loaded.messages`.
+    of the message added or changed in ``Loaded.messages``.
     """
 
     kind: Literal["no_result", "orphan_result", "rekeyed"]
@@ -64,16 +64,16 @@ class Repair:
 class Loaded:
     """A transcript read from a file.
 
-    - ``messages``: the conversation; always passes :func:`compaction.validate.validate`.
-    - ``format``: one of :data:`FORMATS`.
+    - ``messages``: the conversation; always passes [`compaction.validate.validate`][].
+    - ``format``: one of ``FORMATS``.
     - ``path``: where it came from.
     - ``repairs``: what the reader changed to make an agent log valid (empty for most files).
     - ``skipped``: records read but not chat turns, counted by kind (Claude Code progress
       lines, snapshots...), so nothing disappears silently.
     - ``container``: ``"list"``, ``"object"`` or ``"jsonl"``: how the messages were held, so
-      :func:`dump` can write the same shape back.
+      [`dump`][] can write the same shape back.
     - ``extra``: top-level fields of an ``{"messages": [...]}`` request besides the messages
-      (``model``, ``tools``...), written back by :func:`dump`.
+      (``model``, ``tools``...), written back by [`dump`][].
     """
 
     messages: tuple[Message, ...]

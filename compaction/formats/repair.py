@@ -3,7 +3,7 @@
 Agent logs are records of what happened, not requests: a session killed mid-tool leaves a call
 with no result, a resumed or trimmed log can hold a result whose call is gone. A provider
 rejects both, so the readers for agent logs repair them here, the same way everywhere, and
-every repair is reported (:class:`~compaction.formats.loaded.Repair`) and marked in the
+every repair is reported ([`Repair`][compaction.formats.loaded.Repair]) and marked in the
 message's ``meta["repair"]``. Nothing is dropped: an orphan result becomes a user message that
 says what it is.
 """
@@ -92,7 +92,7 @@ def repair(messages: Sequence[Message]) -> tuple[tuple[Message, ...], tuple[Repa
 
 
 def rekeyed(messages: Sequence[Message]) -> tuple[Repair, ...]:
-    """A :class:`Repair` for every call :func:`~compaction.adapters.rekey.rekey` renamed."""
+    """A [`Repair`][] for every call [`rekey`][compaction.adapters.rekey.rekey] renamed."""
     out = []
     for index, m in enumerate(messages):
         if m.role == "assistant" and isinstance(m.meta.get(REKEYED_KEY), dict):

@@ -12,7 +12,7 @@ Two kinds of history exist:
   call's result. Demonstration entries (``is_demo``) stay user messages.
 
 A last call with no observation (the run ended on ``submit``) is answered by an explicit
-"no result recorded" result, reported in :attr:`Loaded.repairs`.
+"no result recorded" result, reported in [`Loaded.repairs`][].
 """
 
 from __future__ import annotations

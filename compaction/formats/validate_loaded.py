@@ -10,10 +10,10 @@ __all__ = ["finish"]
 
 
 def finish(loaded: Loaded) -> Loaded:
-    """``loaded`` unchanged when it passes :func:`compaction.validate.validate`.
+    """``loaded`` unchanged when it passes [`compaction.validate.validate`][].
 
     Readers repair what agent logs get wrong; anything still invalid after that is a shape we
-    do not understand, reported as a :class:`FormatError` rather than handed on.
+    do not understand, reported as a [`FormatError`][] rather than handed on.
     """
     found = problems(loaded.messages)
     if found:

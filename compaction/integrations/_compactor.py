@@ -1,4 +1,4 @@
-"""One way for every integration to get its :class:`~compaction.trigger.Compactor`."""
+"""One way for every integration to get its [`Compactor`][compaction.trigger.Compactor]."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ the state, as ``SummarizationMiddleware`` does in ``before_model``:
 
 - the graph state keeps the full history, so nothing the agent did is ever lost (a checkpoint
   holds everything; another middleware, a human reviewer or a resumed run still sees it);
-- it calls the library's :class:`~compaction.trigger.Compactor`, which compacts at
+- it calls the library's [`Compactor`][compaction.trigger.Compactor], which compacts at
   ``compact_at`` of the window down to ``compact_to`` and remembers the compacted prefix, so
   between compactions every request extends the previous one and the provider's prompt cache
   stays warm; a minimum saving and a back-off keep it from rewriting the prompt for a few
@@ -157,17 +157,18 @@ class _Thread:
 class CompactionMiddleware(AgentMiddleware):
     """Compact the request before every model call of a LangChain v1 agent.
 
-    ``pipeline`` is the ladder (default :func:`compaction.default_pipeline`: the free layers,
-    the offline summary, then the last resort ``Fit``); ``window`` the model's context window
-    in tokens (default: the chat model's ``profile["max_input_tokens"]``; with neither, the
-    first model call raises ``ValueError`` rather than run the agent uncompacted);
-    ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
-    :class:`~compaction.trigger.Compactor`'s; ``count_tools`` counts the tool schemas into
-    the budget; ``observe_usage`` anchors the estimate on the ``input_tokens`` the model
-    reports (a count far below the local one, such as a fake model's 0, is ignored anyway);
-    ``max_threads`` bounds how many conversations are remembered (least recently
-    used first out); ``recall=True`` adds a ``recall`` tool that gives the model back any
-    message a placeholder or note names, from the graph state.
+    ``pipeline`` is the ladder (default
+    [`compaction.default_pipeline`][compaction.ladder.default_pipeline]: the free layers, the
+    offline summary, then the last resort ``Fit``); ``window`` the model's context window in
+    tokens (default: the chat model's ``profile["max_input_tokens"]``; with neither, the first
+    model call raises ``ValueError`` rather than run the agent uncompacted); ``compact_at``,
+    ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
+    [`Compactor`][compaction.trigger.Compactor]'s; ``count_tools`` counts the tool schemas into
+    the budget; ``observe_usage`` anchors the estimate on the ``input_tokens`` the model reports
+    (a count far below the local one, such as a fake model's 0, is ignored anyway);
+    ``max_threads`` bounds how many conversations are remembered (least recently used first
+    out); ``recall=True`` adds a ``recall`` tool that gives the model back any message a
+    placeholder or note names, from the graph state.
 
     ``compactor(thread_id)`` answers the compactor of a thread (its ``stats`` say what it
     did); ``last_request`` the messages the last model call was sent, system message first.
@@ -327,7 +328,7 @@ class CompactionMiddleware(AgentMiddleware):
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     ) -> ModelResponse | AIMessage:
-        """Async twin of :meth:`wrap_model_call` (awaits summarisers that do I/O)."""
+        """Async twin of [`wrap_model_call`][] (awaits summarisers that do I/O)."""
         # Outside the try: a missing window is the caller's to fix, and running the whole
         # agent uncompacted with a warning per call would hide it until the provider refuses.
         state = self._thread(request)

@@ -1,4 +1,4 @@
-"""LangChain messages to :class:`~compaction.Message` and back, losslessly.
+"""LangChain messages to [`Message`][compaction.messages.Message] and back, losslessly.
 
 Reading keeps the whole LangChain message under ``meta["langchain"]`` (as
 ``langchain_core.messages.message_to_dict`` writes it: ids, content blocks, ``tool_calls``,
@@ -101,7 +101,7 @@ def _call_keys(calls: Sequence[ToolCall]) -> list[list[str]]:
 
 
 def message_from_langchain(message: BaseMessage, index: int = 0) -> Message:
-    """One LangChain message as a :class:`Message` (``index`` is used in errors)."""
+    """One LangChain message as a [`Message`][] (``index`` is used in errors)."""
     if not isinstance(message, BaseMessage):
         raise AdapterError(
             index, None, f"expected a LangChain message, got {type(message).__name__}"
@@ -158,9 +158,9 @@ def message_from_langchain(message: BaseMessage, index: int = 0) -> Message:
 
 def from_langchain(messages: Iterable[Any]) -> tuple[Message, ...]:
     """LangChain messages (or anything ``convert_to_messages`` reads: dicts, ``(role, text)``
-    tuples) as :class:`Message` tuples.
+    tuples) as [`Message`][] tuples.
 
-    Raises :class:`~compaction.adapters.AdapterError` naming the message and field it cannot
+    Raises [`AdapterError`][compaction.adapters.AdapterError] naming the message and field it cannot
     read (a ``FunctionMessage``, a tool message without ``tool_call_id``).
     """
     if isinstance(messages, str | bytes | Mapping | BaseMessage):
@@ -218,7 +218,7 @@ def _fresh(message: Message) -> BaseMessage:
 
 
 def message_to_langchain(message: Message) -> BaseMessage:
-    """One :class:`Message` as a LangChain message (see the module docstring)."""
+    """One [`Message`][] as a LangChain message (see the module docstring)."""
     record = _record(message)
     if record is None:
         return _fresh(message)
@@ -254,8 +254,8 @@ def message_to_langchain(message: Message) -> BaseMessage:
 
 
 def to_langchain(messages: Iterable[Message]) -> list[BaseMessage]:
-    """:class:`Message` objects as LangChain messages.
+    """[`Message`][] objects as LangChain messages.
 
-    The exact inverse of :func:`from_langchain` for messages nothing rewrote.
+    The exact inverse of [`from_langchain`][] for messages nothing rewrote.
     """
     return [message_to_langchain(m) for m in messages]

@@ -4,7 +4,7 @@
 
     litellm.callbacks = [CompactionHook(window=32_000)]
 
-:class:`CompactionHook` is a LiteLLM ``CustomLogger`` with the two hooks LiteLLM gives a callback
+[`CompactionHook`][] is a LiteLLM ``CustomLogger`` with the two hooks LiteLLM gives a callback
 to rewrite a request before it is sent:
 
 - ``async_pre_call_deployment_hook``: LiteLLM runs it for every ``litellm.acompletion`` call
@@ -14,11 +14,11 @@ to rewrite a request before it is sent:
 
 LiteLLM's synchronous ``litellm.completion`` runs neither (its only callback before the request
 is ``log_pre_api_call``, which sees the request after it is built and cannot change it), so
-synchronous code calls :meth:`CompactionHook.compact_messages` on the messages it passes.
+synchronous code calls [`CompactionHook.compact_messages`][] on the messages it passes.
 
 The window is the model's own, from LiteLLM's model map (``max_input_tokens``; models added
 with ``litellm.register_model`` count), else ``window`` as given. Each conversation keeps its
-own :class:`~compaction.trigger.Compactor`, so compaction has hysteresis (compact at
+own [`Compactor`][compaction.trigger.Compactor], so compaction has hysteresis (compact at
 ``compact_at`` of the window, down to ``compact_to``) and, between compactions, each request
 extends the one before, keeping the provider's prompt cache warm. A conversation is known by
 ``litellm_session_id`` or ``metadata["session_id"]`` when the caller sets one, else by its model
@@ -91,10 +91,10 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     error, raised by the call: running it uncompacted would be a silent surprise);
     ``pipeline`` is the ladder (default: tool results, sliding window, extractive summary);
     ``compact_at``, ``compact_to``, ``counter``, ``min_saving`` and ``labels`` are the
-    :class:`~compaction.trigger.Compactor`'s; ``observe_usage`` anchors the estimate on the
+    [`Compactor`][compaction.trigger.Compactor]'s; ``observe_usage`` anchors the estimate on the
     input tokens the provider reports (a count far below the local one is ignored anyway);
     ``max_conversations`` bounds how many conversations are followed. ``recall=True`` gives
-    :attr:`recall_tool`: put its ``spec`` in ``tools`` and answer the model's ``recall`` calls
+    ``recall_tool``: put its ``spec`` in ``tools`` and answer the model's ``recall`` calls
     with its ``handle(tool_call, messages)``, which gives back any message a placeholder or
     note names.
 
@@ -301,7 +301,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         return messages if not compactor.compacted else self._written_list(sent)
 
     async def acompact_messages(self, model: str, messages: list[Any], **request: Any) -> list[Any]:
-        """Async twin of :meth:`compact_messages` (awaits summarisers that do I/O)."""
+        """Async twin of [`compact_messages`][] (awaits summarisers that do I/O)."""
         prepared = self._prepare(model, messages, request)
         if prepared is None:
             return messages

@@ -2,20 +2,20 @@
 
 Two drop-ins, usable together (``pip install 'compaction-ladder[openai-agents]'``):
 
-- :class:`CompactionFilter`, a ``RunConfig(call_model_input_filter=...)``. The runner calls it
+- [`CompactionFilter`][], a ``RunConfig(call_model_input_filter=...)``. The runner calls it
   immediately before **every** model call, inside the tool loop, with the whole input (session
   history, the new input and the items of this run); it hands back a compacted input and the
   instructions unchanged. This is the one that keeps a long tool loop inside the window.
-- :class:`CompactionSession`, a wrapper around any ``Session`` (``SQLiteSession``, Redis,
+- [`CompactionSession`][], a wrapper around any ``Session`` (``SQLiteSession``, Redis,
   SQLAlchemy...). Reading the whole history (what the runner does to build a run's input)
   returns it compacted; everything else goes to the wrapped session untouched, so the raw items
   stay stored there, complete. Reads with a ``limit`` return the wrapped session's raw tail:
   the runner uses them to check what it stored, and a compacted view would not match.
 
-Both keep their own :class:`~compaction.trigger.Compactor` (one conversation each: use one
+Both keep their own [`Compactor`][compaction.trigger.Compactor] (one conversation each: use one
 filter per run or agent, and one wrapper per session), so between compactions every request
 extends the last and the provider's prompt cache stays warm. Items go through
-:mod:`compaction.adapters.responses`: a step (reasoning, text and its calls) is kept or dropped
+[`compaction.adapters.responses`][]: a step (reasoning, text and its calls) is kept or dropped
 whole, every call keeps its output, and items nothing rewrote are passed back as the very same
 objects, as the SDK asks of input filters. The agent's instructions are counted as a system
 message and never rewritten. A compaction that fails leaves the input as it was.
@@ -74,15 +74,15 @@ class _Instructions:
 class CompactionFilter:
     """A ``call_model_input_filter`` that compacts the model input before every call.
 
-    Give it a ready :class:`~compaction.trigger.Compactor`, or ``window`` (the model's context
+    Give it a ready [`Compactor`][compaction.trigger.Compactor], or ``window`` (the model's context
     window in tokens) with an optional ``pipeline`` (default: tool results, sliding window,
-    extractive summary) and any other :class:`~compaction.trigger.Compactor` option
+    extractive summary) and any other [`Compactor`][compaction.trigger.Compactor] option
     (``compact_at``, ``compact_to``, ``counter``, ``tools``, ``labels``, ``min_saving``).
     Without ``tools``, the function tools of the agent being run are counted (their schemas
-    travel with every request). ``observe_usage`` (default True) lets :meth:`observe` and
-    :meth:`run_hooks` anchor the estimate on the provider's input tokens (a count far below
+    travel with every request). ``observe_usage`` (default True) lets [`observe`][] and
+    [`run_hooks`][] anchor the estimate on the provider's input tokens (a count far below
     the local one, such as the SDK's default ``Usage()`` of 0, is ignored anyway).
-    ``recall=True`` offers :attr:`recall_tool`, a ``recall`` function tool for the agent
+    ``recall=True`` offers [`recall_tool`][], a ``recall`` function tool for the agent
     that gives the model back any message a placeholder or note names.
     """
 
@@ -169,7 +169,7 @@ class CompactionFilter:
 
     def run_hooks(self) -> Any:
         """``RunHooks`` for ``Runner.run(..., hooks=...)`` that pass each model response's
-        usage to :meth:`observe`, so the window is judged by the model's own tokenizer. (With
+        usage to [`observe`][], so the window is judged by the model's own tokenizer. (With
         hooks of your own, call ``observe(response.usage)`` from their ``on_llm_end``.)"""
         from agents.lifecycle import RunHooks
 
@@ -186,7 +186,7 @@ class CompactionSession:
     """Any Agents SDK ``Session``, handing the runner its history compacted.
 
     ``session`` is the session that stores the items (it keeps them all, raw); the other
-    arguments are those of :class:`CompactionFilter`. Attributes the wrapper does not define
+    arguments are those of [`CompactionFilter`][]. Attributes the wrapper does not define
     (``close()``, a store's own methods) are the wrapped session's.
     """
 

@@ -1,6 +1,6 @@
 """OpenTelemetry for compaction: a span per run, a child span per layer, and metrics.
 
-``instrument()`` subscribes to :mod:`compaction.events`; nothing here is imported, and no
+``instrument()`` subscribes to [`compaction.events`][]; nothing here is imported, and no
 receiver is connected, until it is called, so an uninstrumented program pays nothing.
 ``uninstrument()`` disconnects again. Needs ``pip install 'compaction-ladder[otel]'``.
 
@@ -345,7 +345,7 @@ def instrument(
     its span event and status; off, a failure is recorded by its type and stack frames only,
     since the text may quote the conversation (see the module docstring). Calling it again
     replaces the earlier subscription (so a test or an app can switch providers);
-    :func:`uninstrument` stops it.
+    [`uninstrument`][] stops it.
     """
     global _active
     with _lock:
@@ -356,7 +356,7 @@ def instrument(
 
 
 def uninstrument() -> None:
-    """Stop emitting: disconnect every receiver :func:`instrument` connected."""
+    """Stop emitting: disconnect every receiver [`instrument`][] connected."""
     global _active
     with _lock:
         if _active is not None:
@@ -365,5 +365,5 @@ def uninstrument() -> None:
 
 
 def instrumented() -> bool:
-    """True while :func:`instrument` is in effect."""
+    """True while [`instrument`][] is in effect."""
     return _active is not None

@@ -7,18 +7,18 @@
 
     agent = Agent("openai:gpt-5", capabilities=[Compaction(window=128_000)])
 
-:class:`Compaction` works in ``prepare_model_request``, the hook pydantic-ai gives compaction
+[`Compaction`][] works in ``prepare_model_request``, the hook pydantic-ai gives compaction
 and context-window fitting: it runs once per attempt with the model that will serve it, and
 what it changes (``request_context.messages``) shapes that request only. So the run's history
 (``result.all_messages()``) keeps every message, while the model is sent the compacted view:
-the library's :class:`~compaction.trigger.Compactor` compacts at ``compact_at`` of the window
+the library's [`Compactor`][compaction.trigger.Compactor] compacts at ``compact_at`` of the window
 down to ``compact_to`` and sends the same compacted prefix until the next compaction, so the
 provider's prompt cache stays warm. A failing ladder never fails the run: the request then
 goes out as it came. The window defaults to the model profile's ``context_window``; the
 instructions and the tool definitions are counted into the budget; the provider's reported
 input tokens anchor the next estimate (``observe_usage``).
 
-:func:`compaction_processor` is the same as a history processor for
+[`compaction_processor`][] is the same as a history processor for
 ``ProcessHistory(processor)``; pydantic-ai writes what a processor answers back into the run's
 history, so with it the history itself is compacted (use it when that is what you want).
 """
@@ -213,14 +213,15 @@ class _Engine:
 class Compaction(AbstractCapability[Any]):
     """A pydantic-ai capability that compacts each model request (not the run's history).
 
-    ``pipeline`` is the ladder (default :func:`compaction.default_pipeline`, offline: the free
-    layers, the extractive summary, then the last resort ``Fit``);
-    ``window`` the model's context window in tokens (default: the model profile's
-    ``context_window``; with neither, the first model request raises ``ValueError`` rather
-    than run the agent uncompacted); ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and
-    ``labels`` are :class:`~compaction.trigger.Compactor`'s; ``observe_usage`` anchors the
-    estimate on the input tokens the provider reports (a count far below the local one, such
-    as ``FunctionModel``'s word count, is ignored anyway); ``max_conversations`` bounds how many
+    ``pipeline`` is the ladder (default
+    [`compaction.default_pipeline`][compaction.ladder.default_pipeline], offline: the free
+    layers, the extractive summary, then the last resort ``Fit``); ``window`` the model's
+    context window in tokens (default: the model profile's ``context_window``; with neither, the
+    first model request raises ``ValueError`` rather than run the agent uncompacted);
+    ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
+    [`Compactor`][compaction.trigger.Compactor]'s; ``observe_usage`` anchors the estimate on the
+    input tokens the provider reports (a count far below the local one, such as
+    ``FunctionModel``'s word count, is ignored anyway); ``max_conversations`` bounds how many
     conversations (``conversation_id``) are followed at once; ``recall=True`` contributes a
     ``recall`` tool that gives the model back any message a placeholder or note names.
     """
@@ -299,7 +300,7 @@ def compaction_processor(
     """A history processor (``ProcessHistory(compaction_processor(window=...))``).
 
     pydantic-ai writes what it answers back into the run's history, so the history itself is
-    compacted; prefer :class:`Compaction` to keep the history whole.
+    compacted; prefer [`Compaction`][] to keep the history whole.
     """
     engine = _Engine(
         pipeline, window, compact_at, compact_to, min_saving, counter, labels, max_conversations

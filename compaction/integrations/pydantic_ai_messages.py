@@ -1,4 +1,5 @@
-"""pydantic-ai ``ModelMessage`` lists to :class:`~compaction.Message` and back, losslessly.
+"""pydantic-ai ``ModelMessage`` lists to [`Message`][compaction.messages.Message] and back,
+losslessly.
 
 pydantic-ai groups a conversation differently: a ``ModelRequest`` holds several parts (system
 and user prompts, the results of every tool the previous response called, retry feedback), a
@@ -197,9 +198,9 @@ def _from_response(source: ModelResponse) -> Message:
 
 
 def from_pydantic_ai(messages: Iterable[ModelMessage]) -> tuple[Message, ...]:
-    """pydantic-ai messages as :class:`Message` tuples (see the module docstring).
+    """pydantic-ai messages as [`Message`][] tuples (see the module docstring).
 
-    Raises :class:`~compaction.adapters.AdapterError` naming the message it cannot read.
+    Raises [`AdapterError`][compaction.adapters.AdapterError] naming the message it cannot read.
     """
     out: list[Message] = []
     for index, source in enumerate(messages):
@@ -323,9 +324,9 @@ def _fresh_metadata(group: Sequence[Message]) -> dict[str, Any] | None:
 
 
 def to_pydantic_ai(messages: Iterable[Message]) -> list[ModelMessage]:
-    """:class:`Message` objects as pydantic-ai messages.
+    """[`Message`][] objects as pydantic-ai messages.
 
-    The exact inverse of :func:`from_pydantic_ai` for messages nothing rewrote: the same
+    The exact inverse of [`from_pydantic_ai`][] for messages nothing rewrote: the same
     ``ModelMessage`` objects come back.
     """
     out: list[ModelMessage] = []

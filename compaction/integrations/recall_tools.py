@@ -1,24 +1,24 @@
 """``recall`` as a tool of each framework, answered from that framework's own full history.
 
 Placeholders, cut markers and notes name the messages they stand for by recall id
-(:func:`~compaction.memory.transcript.message_ref`: a message's own id, else a ``sha1:``
+([`message_ref`][compaction.memory.transcript.message_ref]: a message's own id, else a ``sha1:``
 fingerprint of
-its content). A :class:`~compaction.sessions.Session` can look those ids up; the drop-ins keep
-no store of their own, and need none: each framework already holds the whole history (the
-LangGraph state, pydantic-ai's run messages, the input the Agents SDK runner hands the filter,
-the messages a LiteLLM caller sends). So the tool converts that history with the same adapter
-the drop-in compacts with, which gives every message the very id its placeholder names, and
-answers the original text.
+its content). A [`Session`][compaction.sessions.session.Session] can look those ids up; the
+drop-ins keep no store of their own, and need none: each framework already holds the whole
+history (the LangGraph state, pydantic-ai's run messages, the input the Agents SDK runner hands
+the filter, the messages a LiteLLM caller sends). So the tool converts that history with the
+same adapter the drop-in compacts with, which gives every message the very id its placeholder
+names, and answers the original text.
 
 Each factory imports its framework when called, never at import time:
 
-- :func:`langchain_recall_tool`: a LangChain tool reading the graph state (``ToolRuntime``);
+- [`langchain_recall_tool`][]: a LangChain tool reading the graph state (``ToolRuntime``);
   ``CompactionMiddleware(recall=True)`` adds it to the agent.
-- :func:`pydantic_ai_recall_toolset`: a toolset reading ``RunContext.messages``;
+- [`pydantic_ai_recall_toolset`][]: a toolset reading ``RunContext.messages``;
   ``Compaction(recall=True)`` contributes it.
-- :class:`AgentsRecall`: remembers the last input the runner gave ``CompactionFilter`` and
+- [`AgentsRecall`][]: remembers the last input the runner gave ``CompactionFilter`` and
   offers an Agents SDK function tool; ``CompactionFilter(recall=True).recall_tool``.
-- :class:`MessagesRecall`: an OpenAI-format tool spec plus a handler over the caller's own
+- [`MessagesRecall`][]: an OpenAI-format tool spec plus a handler over the caller's own
   ``messages`` list, for LiteLLM (or any chat-completions loop).
 
 The conversion runs only when the model calls ``recall``, never on an ordinary model call.

@@ -1,11 +1,11 @@
 """The approve-tool hook: asked before each tool call runs; allows, denies or rewrites it.
 
 The hook is any callable ``approve(call, arguments)`` (sync, or async under ``arun``): ``call``
-is the :class:`~compaction.messages.ToolCall` the model made, ``arguments`` a copy of its
+is the [`ToolCall`][compaction.messages.ToolCall] the model made, ``arguments`` a copy of its
 decoded arguments. It answers:
 
 - ``True`` or ``None``: run the call as the model made it;
-- ``False``, or :class:`Deny` (with a reason for the model): do not run it; the model gets a
+- ``False``, or [`Deny`][] (with a reason for the model): do not run it; the model gets a
   refusal as the call's result, so the conversation stays valid and it can try something else;
 - a mapping: run the call with these arguments instead (the conversation keeps the call the
   model made; the ``tool_call_started``/``tool_call_finished`` events carry what ran).

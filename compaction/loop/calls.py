@@ -1,6 +1,6 @@
 """One model call and one tool call, each timed and reported through the loop's events.
 
-A :class:`Step` holds what both need from the loop (the sender of the events, the agent's
+A [`Step`][] holds what both need from the loop (the sender of the events, the agent's
 name, the counter the request is measured with), so the turn loop itself only sequences calls.
 """
 
@@ -35,7 +35,7 @@ def notify(signal: NamedSignal, sender: Any, **fields: Any) -> None:
     A subscriber observes the loop; it must not change what the agent does. blinker's ``send``
     stops at the first receiver that raises and raises out of the loop: a metrics backend
     that is down would then end a turn between two tool calls, after side effects it cannot
-    undo. A receiver's exception is logged (by its type, see :mod:`compaction._redact`) and
+    undo. A receiver's exception is logged (by its type, see ``compaction._redact``) and
     the other receivers and the turn go on. Ctrl-C and exits still pass through.
     """
     for receiver in signal.receivers_for(sender):
@@ -253,7 +253,7 @@ def _drive(coroutine: Awaitable[Any]) -> Any:
     """Run a coroutine that never suspends, without an event loop.
 
     The loop is written once, as a coroutine; with a sync model and sync tools nothing in it
-    ever waits, so the sync :meth:`TurnLoop.run` can drive it to the end in one step and works
+    ever waits, so the sync [`TurnLoop.run`][] can drive it to the end in one step and works
     inside a running event loop too (where ``asyncio.run`` would refuse).
     """
     coro = typing.cast(Any, coroutine)

@@ -77,7 +77,7 @@ class Chain:
     async def arun(
         self, message: str | Message, *, metadata: Mapping[str, Any] | None = None
     ) -> ChainResult:
-        """Async twin of :meth:`run`."""
+        """Async twin of [`run`][]."""
         changes = self._start(metadata)
         results: list[LoopResult] = []
         prompt: str | Message = message

@@ -1,4 +1,4 @@
-"""The turn loop's settings: :class:`LoopConfig`, from arguments, a dict or a TOML file."""
+"""The turn loop's settings: [`LoopConfig`][], from arguments, a dict or a TOML file."""
 
 from __future__ import annotations
 
@@ -45,13 +45,14 @@ class LoopConfig:
     - ``history_limit``: the newest history messages used per run (None: all). Tool pairs are
       never split, so a limit that would cut a call from its results keeps fewer.
     - ``max_message_chars``: history messages (not system) longer than this are cut to it,
-      marker included, with :class:`~compaction.strategies.truncate.Truncate`.
+      marker included, with [`Truncate`][compaction.strategies.truncate.Truncate].
     - ``system``: a system prompt put first in every request (never stored in the history).
     - ``name``: the agent's name, recorded on the context changes it makes.
     - ``model_options``: passed to the model on every call (``temperature``, ``model`` ...).
     - ``window``, ``compact_at``, ``compact_to``, ``ladder``: compaction before every call
-      (none without a window); ``ladder`` is a :func:`~compaction.registry.ladder_from_config`
-      table (default: ``tool_results`` then ``sliding_window``).
+      (none without a window); ``ladder`` is a
+      [`ladder_from_config`][compaction.registry.ladder_from_config] table (default:
+      ``tool_results`` then ``sliding_window``).
     """
 
     max_steps: int = attrs.field(default=10, validator=_check_max_steps)
@@ -121,6 +122,6 @@ class LoopConfig:
 
     @classmethod
     def from_toml(cls, path: str | Path) -> LoopConfig:
-        """Settings from a TOML file (the shape :meth:`from_dict` documents)."""
+        """Settings from a TOML file (the shape [`from_dict`][] documents)."""
         data = read_toml(path)
         return cls.from_dict(data, source=str(path))

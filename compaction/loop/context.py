@@ -34,7 +34,7 @@ MISSING: Final = _Missing()
 @attrs.frozen(slots=True)
 class ContextChange:
     """One change to the shared context: ``key`` went from ``old`` to ``new``
-    (:data:`MISSING` for a key created or removed), made by ``agent`` through ``source``
+    ([`MISSING`][] for a key created or removed), made by ``agent`` through ``source``
     (a tool's name, ``"override"`` for a setting given to the loop, ``"metadata"`` for what a
     chained message carried in)."""
 

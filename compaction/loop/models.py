@@ -1,4 +1,4 @@
-"""Model callables for :class:`~compaction.loop.TurnLoop` over an OpenAI-compatible server.
+"""Model callables for [`TurnLoop`][compaction.loop.turn.TurnLoop] over an OpenAI-compatible server.
 
 Needs the ``openai`` extra (``pip install 'compaction-ladder[openai]'``), imported only when a model
 is built. Any server speaking the chat-completions wire format works (OpenAI, vLLM, llama.cpp,
@@ -10,7 +10,7 @@ Ollama, LiteLLM ...): pass its ``base_url``.
 ``deadline=`` bounds a whole call in seconds (the client's own ``timeout`` is per read, which a
 server trickling a byte at a time never trips); a late reply is dropped with TimeoutError.
 
-The reply is a :class:`~compaction.messages.Message` read with the OpenAI adapter; the usage
+The reply is a [`Message`][compaction.messages.Message] read with the OpenAI adapter; the usage
 the server reported rides in ``meta["usage"]``, where the loop finds it to anchor the
 compactor's next estimate.
 """
@@ -119,8 +119,8 @@ class OpenAIChatModel:
 
 
 class AsyncOpenAIChatModel:
-    """The async twin of :class:`OpenAIChatModel` (``openai.AsyncOpenAI``), for
-    :meth:`~compaction.loop.TurnLoop.arun`."""
+    """The async twin of [`OpenAIChatModel`][] (``openai.AsyncOpenAI``), for
+    [`arun`][compaction.loop.turn.TurnLoop.arun]."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""The model's reply, whatever shape it came in, as an assistant :class:`Message`."""
+"""The model's reply, whatever shape it came in, as an assistant [`Message`][]."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def _get(source: Any, name: str) -> Any:
 
 
 def _reply_message(reply: Any, step: int) -> tuple[Message, Any]:
-    """The model's reply as an assistant :class:`Message`, and the usage it reported."""
+    """The model's reply as an assistant [`Message`][], and the usage it reported."""
     if isinstance(reply, Message):
         if reply.role != "assistant":
             raise TypeError(f"the model must reply with an assistant message, got {reply.role!r}")

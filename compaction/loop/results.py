@@ -1,4 +1,4 @@
-"""What a turn-loop run answers (:class:`LoopResult`), and what it has done so far."""
+"""What a turn-loop run answers ([`LoopResult`][]), and what it has done so far."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ def _json_type(annotation: Any) -> dict[str, Any]:
 
 @attrs.frozen(slots=True)
 class Tool:
-    """A Python callable the model may call. Build one with :meth:`from_function`.
+    """A Python callable the model may call. Build one with [`from_function`][].
 
     ``parameters`` is the JSON schema of its arguments; ``takes_context`` says whether it
     gets the shared context as ``context=``.

@@ -1,7 +1,8 @@
 """The turn loop: compaction before every model call, tools, a persistent context.
 
-See :mod:`compaction.loop` for what one run does; this module sequences it. The model and tool
-calls themselves (and their events) are in :mod:`.calls`, the conversation in :mod:`.history`.
+See [`compaction.loop`][] for what one run does; this module sequences it. The model and tool
+calls themselves (and their events) are in [`calls`][compaction.loop.calls], the conversation in
+[`history`][compaction.loop.history].
 """
 
 from __future__ import annotations
@@ -54,21 +55,21 @@ class TurnLoop:
     """An agent turn loop: compaction before every model call, tools, a persistent context.
 
     - ``model``: the model callable (see the module docstring); ``tools``: functions or
-      :class:`Tool` objects.
-    - ``config``: a :class:`LoopConfig`, or the path of a TOML file; keyword settings
+      [`Tool`][] objects.
+    - ``config``: a [`LoopConfig`][], or the path of a TOML file; keyword settings
       (``max_steps``, ``history_limit``, ``max_message_chars``, ``system``, ``name``,
       ``window``, ``compact_at``, ``compact_to``) override it.
-    - ``compactor``: a ready :class:`~compaction.trigger.Compactor` (else one is built when a
+    - ``compactor``: a ready [`Compactor`][compaction.trigger.Compactor] (else one is built when a
       ``window`` is set, with the tools' schemas accounted for); ``counter`` its counter.
     - ``session``: a persistent session (anything with ``add(*messages)``, ``global_context`` and
       ``save``; ``messages`` for the history): the history is its raw history and the context
       its global context. Otherwise ``context`` (a dict you keep; default a new one) and an
       in-memory history.
     - ``approve_tool``: asked before every tool call runs; allows, denies or rewrites it
-      (see :mod:`compaction.loop.approval`).
+      (see [`compaction.loop.approval`][]).
     - ``**options``: model option overrides (``temperature=0.8``), recorded in the context.
 
-    Every run reports itself through :mod:`compaction.events` (``turn_started``,
+    Every run reports itself through [`compaction.events`][] (``turn_started``,
     ``model_call_*``, ``tool_call_*``, ``turn_finished``), with the loop as the sender.
     """
 
@@ -396,5 +397,5 @@ class TurnLoop:
         context: MutableMapping[str, Any] | None = None,
         **options: Any,
     ) -> LoopResult:
-        """Async twin of :meth:`run`: awaits an async model, async tools and summarisers."""
+        """Async twin of [`run`][]: awaits an async model, async tools and summarisers."""
         return await self._run(prompt, history, context, options, sync=False)

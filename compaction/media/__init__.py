@@ -1,7 +1,7 @@
 """Images and documents in a request, counted the way providers bill them.
 
-:mod:`~compaction.media.count` answers the tokens of a message's non-text parts;
-:mod:`~compaction.media.parts` describes a framework message's parts for it. Imports only the
+[`count`][compaction.media.count] answers the tokens of a message's non-text parts;
+[`parts`][compaction.media.parts] describes a framework message's parts for it. Imports only the
 core's messages: the token counter asks it, so it must never import the counter back.
 """
 

@@ -10,21 +10,21 @@ The rules (each provider's published accounting):
 - **OpenAI images** (``image_url`` parts, the Responses API's ``input_image``):
   ``detail: "low"`` costs 85 tokens. Otherwise the image is scaled to fit in 2048 x 2048,
   then so its shortest side is at most 768, and it costs 85 + 170 per 512-pixel tile.
-  Unknown size (a web URL): :data:`OPENAI_IMAGE_MAX`, the most any image can cost, since
+  Unknown size (a web URL): ``OPENAI_IMAGE_MAX``, the most any image can cost, since
   under-counting is what overflows a window.
 - **Anthropic images** (``image`` blocks): width * height / 750, after scaling so the long edge
   is at most 1568 pixels and the image at most ~1.15 megapixels; unknown size:
-  :data:`ANTHROPIC_IMAGE_MAX`.
+  ``ANTHROPIC_IMAGE_MAX``.
 - **Documents** (Anthropic ``document`` blocks, OpenAI ``file`` / ``input_file`` parts): a PDF costs
-  :data:`PDF_PAGE_TOKENS` per page (Anthropic documents 1,500-3,000 tokens a page, text plus
+  ``PDF_PAGE_TOKENS`` per page (Anthropic documents 1,500-3,000 tokens a page, text plus
   the page image; we take the top of that range). Pages are counted from the PDF's page
   objects; when they cannot be found (compressed object streams, a file by id or URL) the
-  estimate is one page per :data:`PDF_BYTES_PER_PAGE` bytes, at least one. A plain-text
+  estimate is one page per ``PDF_BYTES_PER_PAGE`` bytes, at least one. A plain-text
   document is counted as its text.
 - **Provider-neutral images** (a framework's own form: LangChain's standard ``image`` blocks,
   pydantic-ai's ``BinaryContent`` and ``ImageUrl``): such a message may go to either provider,
   and under-counting is what overflows a window, so one costs the larger of the two rules
-  (:func:`neutral_image_tokens`). An image in a provider's own form inside a framework message
+  ([`neutral_image_tokens`][]). An image in a provider's own form inside a framework message
   (an OpenAI ``image_url`` part, an Anthropic ``image`` block in LangChain content) is counted
   by that provider's rule, as the adapters count it.
 - Other non-text parts (audio, unknown kinds) are not counted.
@@ -33,7 +33,7 @@ Sizes are read from the image header (PNG, JPEG, GIF, WebP) in the first bytes o
 data; nothing else is decoded, so a huge image costs a bounded amount of work. The parts are
 read from ``meta["openai"]`` (chat completions), ``meta["responses"]`` (Responses API items)
 and ``meta["anthropic"]``; the framework converters describe theirs in ``meta["media"]``
-(:mod:`compaction.media.parts`), small JSON a session can keep.
+([`compaction.media.parts`][]), small JSON a session can keep.
 """
 
 from __future__ import annotations
@@ -165,13 +165,13 @@ _PAGE: Final = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 
 
 def pdf_pages(data: str) -> int:
-    """Pages of a base64 PDF: its page objects, else one per :data:`PDF_BYTES_PER_PAGE`."""
+    """Pages of a base64 PDF: its page objects, else one per ``PDF_BYTES_PER_PAGE``."""
     raw = _decode(data, _PDF_SCAN * 4 // 3)
     return _pages(raw, math.ceil(len(data) * 3 / 4))
 
 
 def pdf_pages_of(raw: bytes) -> int:
-    """Pages of a PDF file's bytes (as :func:`pdf_pages`)."""
+    """Pages of a PDF file's bytes (as [`pdf_pages`][])."""
     return _pages(raw[:_PDF_SCAN], len(raw))
 
 
@@ -188,7 +188,7 @@ def neutral_image_tokens(size: tuple[int, int] | None) -> int:
 
 
 def _described(part: Any) -> int:
-    """Tokens of one descriptor written by :mod:`compaction.media.parts`."""
+    """Tokens of one descriptor written by [`compaction.media.parts`][]."""
     if not isinstance(part, Mapping):
         return 0
     kind = part.get("type")

@@ -1,6 +1,6 @@
 """A framework message's images and documents, described for the token counter.
 
-The adapters keep a provider's own parts in ``meta`` and :mod:`compaction.media.count` counts them.
+The adapters keep a provider's own parts in ``meta`` and [`compaction.media.count`][] counts them.
 A framework message (LangChain, pydantic-ai) keeps its parts in its own record, which the
 counter cannot read; before this, its images counted as nothing (a 2000 x 2000 screenshot: 9
 tokens through LangChain, 765 through the OpenAI adapter), and a request with a dozen of them
@@ -8,7 +8,7 @@ went out over the window uncompacted. So the converters describe each part once,
 read a message, in ``meta["media"]``: ``{"text": <the text the parts came with>, "parts":
 [...]}``, each part a small JSON object (``{"type": "image", "rule": "openai" | "anthropic" |
 "any", "size": [w, h] | None, "detail": ...}`` or ``{"type": "pdf", "pages": n}``). Reading a
-part's size costs the first bytes of its header, as in :mod:`compaction.media.count`.
+part's size costs the first bytes of its header, as in [`compaction.media.count`][].
 """
 
 from __future__ import annotations

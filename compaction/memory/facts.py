@@ -3,15 +3,15 @@
 Each reader is one linear pass over a bounded prefix of the text, far cheaper than the token
 count the ladder already paid for the message:
 
-- :func:`error_names`: exception class names (``ValueError``, ``IntegrityError``);
-- :func:`failing_tests`: failing test ids, as the runner printed them: pytest node ids on a
+- [`error_names`][]: exception class names (``ValueError``, ``IntegrityError``);
+- [`failing_tests`][]: failing test ids, as the runner printed them: pytest node ids on a
   ``FAILED``/``ERROR`` line (``tests/test_x.py::test_y``), Django/unittest ids
   (``test_x (module.Class)``), SymPy's (``path.py:test_x``) and ExUnit's (``x_test.exs:93``);
-- :func:`exit_code`: a command's exit status as the harness reported it
+- [`exit_code`][]: a command's exit status as the harness reported it
   (``<returncode>1</returncode>``, ``Exit code 2``);
-- :func:`call_files`: the files a tool call reads and the ones it edits (an ``Edit``/``Write``
-  tool edits; a shell command is read by :mod:`compaction.memory.shell`);
-- :func:`paths_in`: path-like tokens in free text.
+- [`call_files`][]: the files a tool call reads and the ones it edits (an ``Edit``/``Write``
+  tool edits; a shell command is read by [`compaction.memory.shell`][]);
+- [`paths_in`][]: path-like tokens in free text.
 """
 
 from __future__ import annotations

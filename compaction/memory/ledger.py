@@ -6,17 +6,17 @@ removes messages (the sliding window's note, the summary, the tool-result placeh
 the same structured, model-free record, and the next compaction carries it forward:
 
 - the task (its opening words, shown when the task message itself is gone);
-- what the person said, verbatim sentence by sentence (:mod:`compaction.memory.words`), the latest
+- what the person said, verbatim sentence by sentence ([`compaction.memory.words`][]), the latest
   value of each subject only;
-- files read and files edited (:mod:`compaction.memory.shell` tells an edit from a read);
+- files read and files edited ([`compaction.memory.shell`][] tells an edit from a read);
 - commands with their exit codes, error names, failing test ids, open todos;
 - how many messages and tool steps it stands for, and their recall ids.
 
 The record lives in ``meta["compaction"]["facts"]``; a later compaction reads it from there and
-never from the note's text, which anyone could have typed. Its text (:mod:`compaction.memory.note`)
+never from the note's text, which anyone could have typed. Its text ([`compaction.memory.note`][])
 is
 deterministic and bounded: at most half the characters it stands for and at most
-:data:`MAX_NOTE_CHARS` (or the smaller cap the strategy passes), whichever is less; when the
+``MAX_NOTE_CHARS`` (or the smaller cap the strategy passes), whichever is less; when the
 bound forces a cut, the lowest priority goes first: commands and files read before errors,
 tests and edits, those before the person's facts, and the person's rules last. Recall ids are
 shown as one range; the full list stays in ``meta``.
@@ -83,9 +83,9 @@ class Ledger:
     def __init__(self) -> None:
         self.task: str | None = None
         self.said: list[Statement] = []
-        # True while no statement of ``said`` supersedes an earlier one (as :func:`latest`
+        # True while no statement of ``said`` supersedes an earlier one (as [`latest`][]
         # leaves them): then a new statement need only be compared with those, not the whole
-        # list re-read per statement. Only :meth:`from_record` (a record anyone may have
+        # list re-read per statement. Only ``from_record`` (a record anyone may have
         # written) leaves it False.
         self.said_closed = True
         self.sentences: Sentences | None = None  # each sentence read once, for this ledger
@@ -334,7 +334,7 @@ def _items(value: Any) -> Iterable[Any]:
 
 def ledger_of(messages: Sequence[Message], cache: dict[int, Ledger] | None = None) -> Ledger:
     """The ledger of ``messages``, oldest first (older notes among them merged in); ``cache``
-    as for :meth:`Ledger.add_message`."""
+    as for [`Ledger.add_message`][]."""
     ledger = Ledger()
     for message in messages:
         ledger.add_message(message, cache)

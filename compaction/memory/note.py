@@ -1,7 +1,7 @@
 """The ledger's text: what the model reads where messages were removed.
 
 Deterministic (the same ledger gives the same text) and bounded: at most half the characters
-the ledger stands for, at most :func:`ledger_cap` of the target, whichever is less. When the
+the ledger stands for, at most [`ledger_cap`][] of the target, whichever is less. When the
 bound forces a cut, the lowest priority goes first: earlier commands, then files read and
 todos, then the last command, files edited, errors and failing tests, then the person's
 goals, their facts, and their rules last. Recall ids are shown as one range; the full list is
@@ -42,9 +42,9 @@ _CHARS_PER_TOKEN: Final = 4
 
 def ledger_cap(target: int) -> int:
     """The most characters a ledger may take in a conversation compacted to ``target`` tokens:
-    :data:`LEDGER_SHARE` of it, never less than :data:`FLOOR_NOTE_CHARS` (what a note always
-    had room for) nor more than :data:`MAX_NOTE_CHARS`. The bound by what it replaces (half)
-    applies as well, in :func:`ledger_text`."""
+    [`LEDGER_SHARE`][] of it, never less than [`FLOOR_NOTE_CHARS`][] (what a note always
+    had room for) nor more than [`MAX_NOTE_CHARS`][]. The bound by what it replaces (half)
+    applies as well, in [`ledger_text`][]."""
     share = int(target * LEDGER_SHARE * _CHARS_PER_TOKEN)
     return min(MAX_NOTE_CHARS, max(FLOOR_NOTE_CHARS, share))
 

@@ -2,7 +2,7 @@
 
 A note that lists ``4130s/if/elif`` as a file read, or a ``sed -i`` target as read rather than
 edited, sends the agent looking for files that do not exist and hides the ones it changed. So
-the arguments are read as the shell splits them (the tokens :mod:`shlex` reads), command by
+the arguments are read as the shell splits them (the tokens ``shlex`` reads), command by
 command:
 
 - an edit is an edit: ``sed -i``, ``perl -i``, ``awk -i inplace``, the targets of ``>``,
@@ -15,7 +15,7 @@ A line the shell could not split on its own (an unclosed quote) is left out: gue
 words would list code or message text as files. Lines are read one at a time, so the lines of
 an argument quoted across several (``python -c "..."`` over lines, a commit message) are read
 as lines of their own: a known gap, where a word may be taken for a file. Time is linear in
-the command's length and the input is capped (:data:`MAX_COMMAND_SCAN`).
+the command's length and the input is capped ([`MAX_COMMAND_SCAN`][]).
 """
 
 from __future__ import annotations
@@ -62,10 +62,10 @@ def looks_like_path(arg: str) -> bool:
     return _WHOLE_PATH.fullmatch(arg) is not None and not arg.startswith("/dev/")
 
 
-#: A run of the characters a path is made of: every path :data:`_PATH` finds lies within one.
+#: A run of the characters a path is made of: every path ``_PATH`` finds lies within one.
 _RUN: Final = re.compile(r"[\w.@+~/-]+")
 _RUN_CHARS: Final = "_.@+~/-"  # and every word character (``isalnum``, as ``\w`` reads it)
-#: What every path holds: a "/" (the first form of :data:`_PATH`) or a known extension at its
+#: What every path holds: a "/" (the first form of ``_PATH``) or a known extension at its
 #: end (the second). It starts with "/" or ".", which the regex engine skips to directly.
 _ANCHOR: Final = re.compile(rf"/|\.(?:{_EXTENSIONS})(?![\w/])", re.IGNORECASE)
 
@@ -73,7 +73,7 @@ _ANCHOR: Final = re.compile(rf"/|\.(?:{_EXTENSIONS})(?![\w/])", re.IGNORECASE)
 def paths_in(text: str) -> list[str]:
     """Path-like tokens in free text (code, a heredoc body), in order, each once.
 
-    :data:`_PATH` is tried only within the runs of path characters that hold an anchor (most
+    ``_PATH`` is tried only within the runs of path characters that hold an anchor (most
     of a code body is words, blanks and attribute dots, where it would be tried at every
     character). Within a run it reads what it reads in the whole text: its look-behind sees
     the character before the run, and the character after the run (no word character, no "/")
@@ -171,7 +171,7 @@ def _split(line: str) -> list[str] | None:
     """The tokens shlex (POSIX, punctuation runs, split on blanks) reads from ``line``, or None
     where it raises (an unclosed quote, a trailing escape).
 
-    The same tokens as :mod:`shlex`, read a token at a time by one regex instead of its
+    The same tokens as ``shlex``, read a token at a time by one regex instead of its
     per-character loop (several times slower, and run on every command a ledger reads); the
     equivalence is checked against shlex itself in ``tests/test_shell_split.py``."""
     if _LEXED.search(line) is None:

@@ -1,8 +1,8 @@
 """What a cut leaves behind: the middle of a text cut with a marker, and recall ids.
 
 A layer that cuts a message keeps its head and tail around a marker naming the recall id of the
-original (:func:`cut_middle`, :func:`cut_message`); a layer that removes messages leaves the
-running ledger (:mod:`compaction.memory.ledger`) where they were, naming them by :func:`refs_of`.
+original ([`cut_middle`][], [`cut_message`][]); a layer that removes messages leaves the
+running ledger ([`compaction.memory.ledger`][]) where they were, naming them by [`refs_of`][].
 The
 round-2 names of the ledger (``Facts``, ``facts_of``, ``note_text``) are kept here so that code
 written against them still runs.
@@ -91,7 +91,7 @@ def cut_counted(
     tokens: int | None = None,
     marker_tokens: int | None = None,
 ) -> tuple[str, int] | None:
-    """:func:`cut_middle`, with what the cut counts: the cut was encoded whole to check it,
+    """[`cut_middle`][], with what the cut counts: the cut was encoded whole to check it,
     and a caller that counts it again (or the message made of it) would encode it twice.
     ``marker_tokens`` is what the formatted marker counts, when the caller knows it."""
     if tokens is None:
@@ -198,17 +198,17 @@ def cut_message(
 
 
 def facts_of(messages: Sequence[Message], cache: dict[int, Ledger] | None = None) -> Ledger:
-    """The ledger of ``messages`` (kept under its round-2 name): see :func:`ledger_of`."""
+    """The ledger of ``messages`` (kept under its round-2 name): see [`ledger_of`][]."""
     return ledger_of(messages, cache)
 
 
 def note_text(facts: Ledger, stands_for_chars: int, *, messages: int | None = None) -> str:
-    """The ledger's text (kept under its round-2 name): see :func:`ledger_text`."""
+    """The ledger's text (kept under its round-2 name): see [`ledger_text`][]."""
     return ledger_text(facts, stands_for_chars, messages=messages)
 
 
 def refs_of(replaced: Sequence[Message], memo: dict[int, str] | None = None) -> tuple[str, ...]:
-    """The originals ``replaced`` stands for, as :func:`compaction.memory.transcript.mark` records
+    """The originals ``replaced`` stands for, as [`compaction.memory.transcript.mark`][] records
     them.
 
     An older note or summary folds in the messages it stood for. A transcript can keep the raw

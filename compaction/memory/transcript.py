@@ -1,6 +1,6 @@
 """How a conversation is shaped: system block, groups, turns, the task anchor, provenance.
 
-Every strategy reads a conversation through :func:`parse`, so they all agree on the units that
+Every strategy reads a conversation through [`parse`][], so they all agree on the units that
 may be dropped or kept. The unit is the **group**: a user message, or an assistant message
 together with every tool result that answers it. Groups are kept or dropped whole; that is the
 whole defence against the split-tool-pair 400 errors the peers keep shipping.
@@ -50,7 +50,7 @@ PROVENANCE_KEY: Final = "compaction"
 #: tool output (a real coding session's user turns are a few percent of it), so a quarter
 #: keeps every recent message whole while three quarters stay for the task, the newest steps
 #: and the ledger. Older messages past the share are not lost: the ledger carries their
-#: sentences that instruct, constrain or name something, verbatim (:mod:`compaction.memory.words`).
+#: sentences that instruct, constrain or name something, verbatim ([`compaction.memory.words`][]).
 WORDS_SHARE: Final = 0.25
 #: ... and never more than this many tokens, whatever the target: Codex keeps up to 20k tokens
 #: of user messages when it compacts, and past that a window is better spent on the work.
@@ -84,7 +84,7 @@ def is_synthetic(message: Message) -> bool:
 
 #: ``meta`` key a caller sets (True) on a message no layer may drop or summarise: a
 #: constraint, a plan, a fact the agent must keep seeing. Only the last-resort cut
-#: (:mod:`compaction.strategies.fit`) may shorten one, and only when it alone is too big.
+#: ([`compaction.strategies.fit`][]) may shorten one, and only when it alone is too big.
 PINNED_KEY: Final = "pinned"
 
 
@@ -134,7 +134,7 @@ def message_ref(message: Message) -> str:
 
 def original_refs(message: Message) -> tuple[str, ...]:
     """The recall ids of the originals ``message`` stands for: an earlier stand-in's (a note,
-    a placeholder, a cut) whole list, else the message's own fingerprint. What :func:`mark`
+    a placeholder, a cut) whole list, else the message's own fingerprint. What [`mark`][]
     records for it, and what a marker written over it names."""
     record = provenance(message)
     earlier = record.get("replaces") if record is not None else None
@@ -217,10 +217,10 @@ class Transcript:
       take this place: losing the task is how an agent forgets what it was asked to do.
     - ``pinned``: indices in ``groups`` holding a message the caller pinned.
     - ``words``: indices in ``groups`` of the person's newest messages kept verbatim within
-      their share of the target (:data:`WORDS_SHARE`); empty unless :func:`parse` was given a
+      their share of the target ([`WORDS_SHARE`][]); empty unless [`parse`][] was given a
       counter and a target.
 
-    The protection policy (see the README) in one place: :attr:`protected` are the groups no
+    The protection policy (see the README) in one place: [`protected`][] are the groups no
     layer may drop or summarise.
     """
 
@@ -285,7 +285,7 @@ def parse(
 
     With a ``counter`` and a ``target``, the person's newest messages (the task aside, which is
     protected on its own) are protected too while together they cost at most ``share`` of the
-    target (and :data:`WORDS_MAX_TOKENS`): newest first, stopping at the first that does not
+    target (and ``WORDS_MAX_TOKENS``): newest first, stopping at the first that does not
     fit, so what is kept verbatim is always the most recent stretch of what the person said."""
     transcript = _parse(messages)
     if counter is None or target is None or transcript.anchor is None:

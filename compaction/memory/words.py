@@ -5,10 +5,10 @@ words: its sentences that instruct or constrain, that carry identifiers, or that
 are kept *as written*, and the rest (thanks, small talk, repeated sentences) goes. Rewording is
 where a value gets lost or changed; a sentence copied whole cannot misquote.
 
-Each kept sentence is a :class:`Statement` with a kind, which is also its priority when room is
-short (:data:`PRIORITY`): a rule outlives a fact, a fact outlives a goal's status.
+Each kept sentence is a [`Statement`][] with a kind, which is also its priority when room is
+short ([`PRIORITY`][]): a rule outlives a fact, a fact outlives a goal's status.
 
-The latest value wins (:func:`supersedes`): a later sentence about the same subject with a
+The latest value wins ([`supersedes`][]): a later sentence about the same subject with a
 different value (a budget cap, a deadline, a branch, a version) replaces the earlier one, so
 the stale value is never carried as if it were current. "Same subject" is decided on the words
 that are left when the values are taken out, so "The budget cap is $4,700" and "Update: the
@@ -231,7 +231,7 @@ def supersedes(newer: str, older: str) -> bool:
 
 
 class Sentences:
-    """:func:`supersedes` over many pairs, each sentence read once.
+    """[`supersedes`][] over many pairs, each sentence read once.
 
     Comparing every later sentence with every earlier one reads each of them many times, and
     reading (the value regex) is what costs: this keeps each sentence's values and subject for
@@ -254,7 +254,7 @@ class Sentences:
         return found
 
     def supersedes(self, newer: str, older: str) -> bool:
-        """As :func:`supersedes`."""
+        """As [`supersedes`][]."""
         new_values, old_values = self._values_of(newer), self._values_of(older)
         if not new_values or not old_values or new_values == old_values:
             return False

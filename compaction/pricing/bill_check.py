@@ -1,9 +1,9 @@
 """The cost model checked against what providers actually billed.
 
 Claude Code and mini-swe-agent logs record, per call, the provider's own split of the input:
-cache reads, cache writes, uncached tokens. :func:`check_bill` replays such a log with no
-compaction through a :class:`~compaction.pricing.cost.CacheMeter` and compares the reads and writes
-it
+cache reads, cache writes, uncached tokens. [`check_bill`][] replays such a log with no
+compaction through a [`CacheMeter`][compaction.pricing.cost.CacheMeter] and compares the reads
+and writes it
 predicts with the recorded ones.
 
 Each call's size is the size the provider recorded (``input + cache reads + cache writes``):

@@ -5,7 +5,7 @@ away prefix reads at a tenth of the input price and pays to write the new prefix
 premium on Anthropic; at the full input price on OpenAI's automatic cache, as a miss); what
 it saves is the reads of the dropped tokens on the calls that follow. Once the cache has gone
 cold (the gap since the last call exceeds the TTL) the whole request is written again anyway,
-and a compaction made then only makes that write smaller. So :class:`CacheAware`:
+and a compaction made then only makes that write smaller. So [`CacheAware`][]:
 
 - compacts **early** when the cache is cold: from ``early * window`` on (the request is about
   to be written in full; writing less of it is pure gain);
@@ -14,7 +14,7 @@ and a compaction made then only makes that write smaller. So :class:`CacheAware`
   more, not less: a bigger prompt is read on every call, and that outweighs the rewrites
   saved. So ``late`` defaults to 0.7, and is there to be set per workload;
 - **never past the hard limit**: a request over the window is compacted whatever the cache
-  (the :class:`~compaction.trigger.Compactor` rule, which the policy never overrides);
+  (the [`Compactor`][compaction.trigger.Compactor] rule, which the policy never overrides);
 - **batches** what it frees: a rewrite frees at least ``min_free * window`` tokens (aiming
   below the compactor's own target when needed, never below ``floor * window``), and a
   compaction that frees less is not taken while the request fits, so tool-result clearing
@@ -23,8 +23,8 @@ and a compaction made then only makes that write smaller. So :class:`CacheAware`
   as always).
 
 Attach it with ``Compactor(pipeline, window, policy=CacheAware(price))``. It reads the clock
-(``clock``, default :func:`time.time`) at every call; a replay tells it the transcript's time
-with :meth:`CacheAware.tick`. When it decides to compact it puts its estimate of the net
+(``clock``, default ``time.time``) at every call; a replay tells it the transcript's time
+with [`CacheAware.tick`][]. When it decides to compact it puts its estimate of the net
 gain in USD on the run's labels (``estimated_net_usd``), so the ``compacted`` event and the
 OpenTelemetry span carry it.
 """

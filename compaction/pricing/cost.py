@@ -3,7 +3,7 @@
 A compaction rewrites the start of the prompt, so the provider's prompt cache (read at about a
 tenth of the input price) is lost and must be written again, at a premium on Anthropic. Tokens
 alone cannot say whether that pays; this module turns a run of calls into money with
-:class:`CacheMeter`, which follows the provider's cache call by call:
+[`CacheMeter`][], which follows the provider's cache call by call:
 
 - every call leaves a cache entry covering its whole request (Anthropic: a breakpoint on the
   last message, as Claude Code and most agents place it; OpenAI and Gemini: the prefix cache
@@ -55,7 +55,7 @@ class CallCost:
 
 @attrs.frozen(slots=True)
 class CostTotals:
-    """The sum of many :class:`CallCost` (``calls`` of them)."""
+    """The sum of many [`CallCost`][] (``calls`` of them)."""
 
     calls: int = 0
     cache_read: int = 0
@@ -82,7 +82,7 @@ class CacheMeter:
 
     ``price`` is the model's row of the price table; ``ttl`` the cache lifetime in seconds
     (default: the first the model offers; Anthropic bills the write by it). Calls are fed in
-    order with :meth:`call`; the meter keeps only a few cache entries, so it is O(1) a call.
+    order with [`call`][]; the meter keeps only a few cache entries, so it is O(1) a call.
     """
 
     __slots__ = ("_entries", "price", "ttl", "write_price")

@@ -40,7 +40,7 @@ class Earning:
 
 
 def earnings(records: Sequence[ReplayRecord], price: Price) -> list[Earning]:
-    """One :class:`Earning` per compaction in ``records`` (a priced replay, in order)."""
+    """One [`Earning`][] per compaction in ``records`` (a priced replay, in order)."""
     out: list[Earning] = []
     starts = [i for i, r in enumerate(records) if r.compacted]
     for n, start in enumerate(starts):

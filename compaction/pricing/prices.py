@@ -1,7 +1,7 @@
 """Model prices as data: a dated, sourced TOML table, shipped with the package and replaceable.
 
 Cost figures are only as good as the prices behind them, and prices change every few months,
-so they are not constants in code: :func:`load_prices` reads ``compaction/pricing/prices.toml`` (or
+so they are not constants in code: [`load_prices`][] reads ``compaction/pricing/prices.toml`` (or
 a
 table of the user's own, same layout) and checks every row at load, naming the file, the model
 and the field of anything wrong, so a typo never turns into a silently wrong bill.
@@ -155,7 +155,7 @@ def _parse(text: str, path: str) -> dict[str, Price]:
 
 
 def load_prices(path: str | Path) -> dict[str, Price]:
-    """The price table in the TOML file ``path``, checked (:class:`PriceError` names the file,
+    """The price table in the TOML file ``path``, checked ([`PriceError`][] names the file,
     the model and the field of the first problem)."""
     p = Path(path)
     try:

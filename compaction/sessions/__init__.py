@@ -10,7 +10,7 @@
 Every write is stored, atomically, when the call returns; several processes (and, on
 PostgreSQL, several hosts) may append to the same session at once. The store is chosen by a
 path or URL (``SessionStore.from_url("postgresql://…")``, ``file:///dir``, or
-``$COMPACTION_SESSIONS_URL``); the backend-neutral :class:`Session` is the same on each.
+``$COMPACTION_SESSIONS_URL``); the backend-neutral [`Session`][] is the same on each.
 
 Layers, importing downwards only: ``store`` → ``session`` → (``mapping``, ``recall``,
 ``formatting``, ``archive``, ``backend``) → ``history``/``codec``/``files``/``names``/``errors``;

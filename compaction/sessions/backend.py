@@ -2,7 +2,7 @@
 
 A backend stores, per session name: an append-only raw history with consecutive sequence
 numbers, and four JSON documents (global context, state, metadata; the view). Every method
-is atomic on its own and safe across processes and hosts: the :class:`Session` on top never
+is atomic on its own and safe across processes and hosts: the [`Session`][] on top never
 holds a lock across calls, so each guarantee (a batch all or nothing, a read-modify-write that
 loses no concurrent change, a view stored only against the history it was computed from) is
 the backend's to keep.

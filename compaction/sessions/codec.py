@@ -55,7 +55,7 @@ def format_ts(moment: datetime) -> str:
 
 
 def parse_ts(text: object, fail: Callable[[str], SessionFormatError]) -> datetime:
-    """The datetime written by :func:`format_ts`, or the error ``fail`` builds."""
+    """The datetime written by [`format_ts`][], or the error ``fail`` builds."""
     if not isinstance(text, str):
         raise fail(f"timestamp must be ISO 8601 text, got {type(text).__name__}")
     try:
@@ -163,7 +163,7 @@ def encode_json(value: Any, *, indent: int | None = None) -> bytes:
     Text is written as itself, readable, characters beyond the BMP included. A surrogate code
     point (Python allows one in a str; UTF-8 cannot encode it) is written as a ``\\u`` escape,
     so any str a Message accepts can be stored: escapes in our files are always surrogates
-    taken one by one, which is how :func:`loads` reads them back (exactly: two code points
+    taken one by one, which is how [`loads`][] reads them back (exactly: two code points
     that happen to form a pair stay two code points, never one character).
     """
     try:
@@ -220,7 +220,7 @@ def _loads_text(text: str) -> Any:
     """json.loads, except that an escaped surrogate pair stays two code points.
 
     JSON readers join ``\\ud83d\\ude00`` into one character; our writer escapes only
-    surrogates taken one by one (see :func:`encode_json`), so here a pair is split by a
+    surrogates taken one by one (see [`encode_json`][]), so here a pair is split by a
     sentinel character that occurs nowhere in the text, then the sentinel is removed.
     """
     if not _ESCAPED_PAIR.search(text):

@@ -29,7 +29,7 @@ ALLOWED: Final = (
 
 
 class SessionError(Exception):
-    """Base class of every session error (except :class:`InvalidSessionName`, a ValueError)."""
+    """Base class of every session error (except [`InvalidSessionName`][], a ValueError)."""
 
 
 class InvalidSessionName(ValueError):

@@ -39,7 +39,7 @@ NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class UnsafeLocationError(PermissionError):
-    """A store root or session directory we must not trust (see :func:`check_private_dir`)."""
+    """A store root or session directory we must not trust (see [`check_private_dir`][])."""
 
 
 def check_private_dir(path: Path, what: str, *, follow: bool = False) -> bool:

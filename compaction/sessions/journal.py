@@ -17,7 +17,7 @@ the write fails part way). So:
   tail is a torn one: it moves those bytes to ``messages.jsonl.torn`` (kept, never thrown
   away) and truncates the log back to its last complete line before appending;
 - a *complete* line that does not parse, or a ``seq`` out of order, is corruption and raises
-  :class:`SessionFormatError` naming the file and line; nothing is skipped silently.
+  [`SessionFormatError`][] naming the file and line; nothing is skipped silently.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Connections for the PostgreSQL session store: retries, URLs for people, the versioned schema.
 
 A connection lost mid-call (a server restart, a failover) is retried for up to
-``retry_seconds`` with a fresh connection; past that, :class:`StoreUnavailableError`. A
-failure a retry cannot change is :class:`StoreError` at once (pgpool.py tells them apart).
+``retry_seconds`` with a fresh connection; past that, [`StoreUnavailableError`][]. A
+failure a retry cannot change is [`StoreError`][] at once (pgpool.py tells them apart).
 Callers
 make their writes safe to retry (see postgres.py: every write carries a token checked first on
 a retry). The schema is created by the first process to need it (under an advisory lock, so
@@ -212,7 +212,7 @@ class Connections:
     def run(self, work: Callable[[psycopg.Connection[Any]], T], *, what: str) -> T:
         """``work`` in one transaction. A failure of the connection or the server is retried
         until ``retry_seconds`` after the call began (connecting included); any other failure
-        is raised at once as :class:`StoreError`, naming PostgreSQL's reason."""
+        is raised at once as [`StoreError`][], naming PostgreSQL's reason."""
         deadline = time.monotonic() + self.retry_seconds
         delay = 0.05
         retried = False

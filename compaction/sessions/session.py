@@ -1,8 +1,8 @@
 """One named, persistent conversation: raw history, global context, state, metadata, view.
 
-The Session is backend-neutral: it reads and writes through a :class:`~.backend.Backend`
-(files by default, or PostgreSQL for fleets of workers; see ``SessionStore.from_url``), and
-every guarantee below holds on each:
+The Session is backend-neutral: it reads and writes through a
+[`Backend`][compaction.sessions.backend.Backend] (files by default, or PostgreSQL for fleets of
+workers; see ``SessionStore.from_url``), and every guarantee below holds on each:
 
 - every change is stored when the call returns (there is nothing to forget to save);
   ``save()`` exists to create the session before anything is written;
@@ -164,7 +164,7 @@ class Session:
         """Empty the history (and the view). Global context, state and metadata stay.
 
         Unlike compaction, which never loses a message, this is deletion on request: the
-        raw history is gone, so :meth:`recall` of an id from before the clear answers None.
+        raw history is gone, so [`recall`][] of an id from before the clear answers None.
         Ids are never reused (sequence numbers carry on), so an old id never names a newer
         message. Export the session first to keep a copy.
         """
@@ -217,14 +217,14 @@ class Session:
         Compare-and-set: ``based_on`` is how much history the view was computed from (the
         ``next_seq`` the caller saw, i.e. the number of messages ever added when it read
         them; by default, through the newest message the view covers). A view is refused with
-        :class:`StaleViewError` when the stored one was computed from more history, or when
+        [`StaleViewError`][] when the stored one was computed from more history, or when
         the history was cleared under it, so a worker that fell behind never rolls the
         session back.
 
         Generations: the view is taken to be computed from the history this Session object
         last read (``messages``, ``entries``, ``view()``, ...). If the session was cleared, or
         deleted and created again, since then, the view is refused with
-        :class:`StaleViewError` even without ``based_on``: ids start again at ``<name>-0``
+        [`StaleViewError`][] even without ``based_on``: ids start again at ``<name>-0``
         after a re-create, so they alone cannot tell the old conversation from the new.
         """
         view = list(messages)
@@ -303,7 +303,7 @@ class Session:
 
     def recall(self, ref: str) -> Message | None:
         """The original message ``ref`` names (an id, or a ``sha1:`` fingerprint), or None
-        (never stored, or emptied by :meth:`clear`)."""
+        (never stored, or emptied by [`clear`][])."""
         with self._mutex:
             entry = self._refresh().find(ref)
         return None if entry is None else entry.message
@@ -335,7 +335,7 @@ class Session:
 
         The file imports unchanged into any store, file or database (``store.import_``). Only a
         regular file is ever replaced: a symlink, FIFO or device at ``path`` is refused
-        (:class:`~compaction._atomic.NotRegularFileError`), never written through or swapped out.
+        (``NotRegularFileError``), never written through or swapped out.
         """
         target = Path(path)
         write_atomic(target, self.export_bytes(), mode=0o600)
@@ -346,23 +346,23 @@ class Session:
     async def aadd(
         self, message: Message | Iterable[Message], /, *more: Message, at: datetime | None = None
     ) -> tuple[Message, ...]:
-        """:meth:`add` from async code (runs in a worker thread)."""
+        """[`add`][] from async code (runs in a worker thread)."""
         return await asyncio.to_thread(self.add, message, *more, at=at)
 
     async def aview(self) -> tuple[Message, ...]:
-        """:meth:`view` from async code (runs in a worker thread)."""
+        """[`view`][] from async code (runs in a worker thread)."""
         return await asyncio.to_thread(self.view)
 
     async def aset_view(self, messages: Sequence[Message], *, based_on: int | None = None) -> None:
-        """:meth:`set_view` from async code (runs in a worker thread)."""
+        """[`set_view`][] from async code (runs in a worker thread)."""
         await asyncio.to_thread(self.set_view, messages, based_on=based_on)
 
     async def amessages(self) -> tuple[Message, ...]:
-        """:attr:`messages` from async code (runs in a worker thread)."""
+        """[`messages`][] from async code (runs in a worker thread)."""
         return await asyncio.to_thread(lambda: self.messages)
 
     async def arecall(self, ref: str) -> Message | None:
-        """:meth:`recall` from async code (runs in a worker thread)."""
+        """[`recall`][] from async code (runs in a worker thread)."""
         return await asyncio.to_thread(self.recall, ref)
 
 

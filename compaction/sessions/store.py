@@ -150,7 +150,7 @@ class SessionStore:
         """The session ``name``. With ``create=False``, SessionNotFoundError if it does not exist.
 
         Nothing is written by opening: a new session appears with its first write (or
-        ``save()``; see :meth:`create`).
+        ``save()``; see [`create`][]).
         """
         validate_name(name)
         session = Session(self.backend, name, store=self)

@@ -5,8 +5,9 @@ never import each other), and ``compaction`` and the registry load a strategy on
 used. Import a strategy from its module (``compaction.strategies.tool_results``) or from
 ``compaction`` itself (``compaction.ToolResults``).
 
-``SlidingWindowStrategy`` is seed 000's name for :class:`~.sliding_window.SlidingWindow`
-(the same class), loaded on first use like the rest.
+``SlidingWindowStrategy`` is seed 000's name for
+[`SlidingWindow`][compaction.strategies.sliding_window.SlidingWindow] (the same class), loaded
+on first use like the rest.
 """
 
 from __future__ import annotations

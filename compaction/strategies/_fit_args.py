@@ -1,4 +1,4 @@
-"""Cutting tool-call arguments for :mod:`compaction.strategies.fit`, wherever their bulk is.
+"""Cutting tool-call arguments for [`compaction.strategies.fit`][], wherever their bulk is.
 
 A call's arguments are JSON as the model wrote them: the bulk may sit in a top-level string
 (``Write``'s ``content``), in a list of objects (``MultiEdit``'s ``edits``), in dozens of keys,

@@ -1,6 +1,6 @@
 """What the last resort reads of a conversation, once per rewrite.
 
-:class:`~compaction.strategies.fit.Fit` cuts the same originals pass after pass (a tighter
+[`Fit`][compaction.strategies.fit.Fit] cuts the same originals pass after pass (a tighter
 marker, a lower floor each time). What it needs to know of them does not change between
 passes: which messages are protected, which outputs are the newest, what each text counts,
 each original's recall id and what its marker costs. It is read here once per rewrite.
@@ -85,7 +85,7 @@ class _Known:
         return str(self.refs_of(message)[0])
 
     def refs_of(self, message: Message) -> tuple[str, ...]:
-        """The recall ids a cut of ``message`` records, read as :func:`mark` reads them (an
+        """The recall ids a cut of ``message`` records, read as ``mark`` reads them (an
         earlier cut's whole list, else the fingerprint): once, not once per pass."""
         refs = self.read.get(id(message))
         if refs is None:

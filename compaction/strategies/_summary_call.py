@@ -1,10 +1,10 @@
 """Summary's rounds: calling the summariser for one planned stretch, and what comes of it.
 
-Kept apart from :mod:`compaction.strategies.summary` because this is the part that talks to
+Kept apart from [`compaction.strategies.summary`][] because this is the part that talks to
 a model: it renders what a round replaces (from the originals, when they can be recalled),
 calls the summariser sync or async under the deadline, checks the answer is a smaller
 summary, and reports every call (``summarized``, and ``failed`` on failure) as it happens.
-The strategy mixes :class:`_SummaryCalls` in; it is not a strategy of its own.
+The strategy mixes ``_SummaryCalls`` in; it is not a strategy of its own.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ _RECALLED = frozenset({"placeholder", "truncated"})
 
 
 class _SummaryCalls:
-    """The summariser-calling half of :class:`~compaction.strategies.summary.Summary` (a
+    """The summariser-calling half of [`Summary`][compaction.strategies.summary.Summary] (a
     mixin)."""
 
     # Set by Summary (validated in its __init__); declared here for the type checker.

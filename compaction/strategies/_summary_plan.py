@@ -1,9 +1,9 @@
 """Summary's round planning: which stretch of the conversation the next round gives up.
 
-Kept apart from :mod:`compaction.strategies.summary` because planning never calls the
+Kept apart from [`compaction.strategies.summary`][] because planning never calls the
 summariser: it reads the conversation's structure (turns, task, protected messages) and the
 token counts, and answers the shortest stretch whose summary would reach target. The strategy
-mixes :class:`_RoundPlanner` in; it is not a strategy of its own.
+mixes ``_RoundPlanner`` in; it is not a strategy of its own.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class _Round:
 
 
 class _RoundPlanner:
-    """The planning half of :class:`~compaction.strategies.summary.Summary` (a mixin)."""
+    """The planning half of [`Summary`][compaction.strategies.summary.Summary] (a mixin)."""
 
     # Set by Summary.__init__ (validated there); declared here for the type checker.
     keep_steps: int

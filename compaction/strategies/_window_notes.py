@@ -1,12 +1,12 @@
 """SlidingWindow's notes: the note standing for the first ``p`` chunks of its drop order.
 
-Kept apart from :mod:`compaction.strategies.sliding_window` because one rewrite writes several
+Kept apart from [`compaction.strategies.sliding_window`][] because one rewrite writes several
 notes: the note grows with what it names, so the window writes one per cut it tries (more
 chunks until the note fits, then one chunk less when the last group is kept in part). Each is
 a few hundred characters, but its ledger reads every message it stands for, and reading them
 again for each cut would cost more than the rest of the layer. So the notes of one rewrite
 share what they read: each message's own ledger is read once
-(:class:`~compaction.memory.trace.Memo`),
+([`Memo`][compaction.memory.trace.Memo]),
 and while the drop order is the conversation's order (the budget-driven layer: history oldest
 first, then the current request's own oldest steps), a longer cut's ledger is the shorter
 one's folded on, never folded again from the first message.
@@ -85,7 +85,7 @@ class WindowNotes:
 
     def note(self, p: int) -> Message:
         """The note standing for the messages of ``chunks[:p]``: what went, by name (see
-        :mod:`compaction.memory.trace`), folding in the facts of older notes among them."""
+        [`compaction.memory.trace`][]), folding in the facts of older notes among them."""
         transcript = self.transcript
         msgs = transcript.messages
         groups = transcript.groups

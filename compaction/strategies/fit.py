@@ -34,8 +34,8 @@ It is a layer placed *last* in the ladder (the terminal, or after it): the rules
 any layer (asked only while over target, taken only when smaller), so it runs only when every
 layer above left the conversation over target; it may answer a conversation over the target but
 within the limit. A caller who prefers an over-target request to a cut one leaves it out
-(``strict_floor=True`` on :class:`~compaction.trigger.Compactor` and
-:func:`~compaction.trigger.default_pipeline`).
+(``strict_floor=True`` on [`Compactor`][compaction.trigger.Compactor] and
+[`default_pipeline`][compaction.ladder.default_pipeline]).
 """
 
 from __future__ import annotations

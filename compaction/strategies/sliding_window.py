@@ -24,12 +24,12 @@ dropped):
 3. then the current request's own oldest steps.
 
 The person's newest messages are protected within their share of the target (see
-:func:`compaction.memory.transcript.parse`); older ones go with the history, and the ledger carries
+[`compaction.memory.transcript.parse`][]); older ones go with the history, and the ledger carries
 what they said, verbatim sentence by sentence. A fixed window protects no words (it is the
 caller's contract on what stays) and gives person-written messages up last.
 
 What went is named by one note where the first dropped message was (the files, commands, error
-names and recall ids, see :mod:`compaction.memory.trace`); an older note among the dropped messages
+names and recall ids, see [`compaction.memory.trace`][]); an older note among the dropped messages
 is
 folded into it, so notes never pile up.
 

@@ -17,7 +17,7 @@ whole region when none would. One summariser call per round.
 
 A summary takes the place of the oldest message it replaces, as a ``user`` message (every
 provider accepts one anywhere after the system block), with its provenance in ``meta`` (see
-:func:`compaction.memory.transcript.mark`), so it is never taken for the task anchor.
+[`compaction.memory.transcript.mark`][]), so it is never taken for the task anchor.
 
 Failure never costs the conversation (LangChain's summary failure wipes history): a round whose
 summariser raises, times out, answers nothing, or answers something no smaller than what it
@@ -27,7 +27,7 @@ the conversation and shows it where users look (``result.failures``, the ``faile
 never as a quiet decline. The timeout is a deadline for the whole call: a late answer is
 dropped, and a summariser left running does not keep the program alive. After ``max_failures``
 failed runs in a row the breaker opens and the summariser is not called again until
-:meth:`Summary.reset`, so a broken endpoint is not paid every turn.
+[`Summary.reset`][], so a broken endpoint is not paid every turn.
 
 This module holds the options, the breaker and the loop of rounds; the planning of a round
 (which never calls the summariser) is in ``_summary_plan`` and the summariser calls (deadline,
@@ -107,14 +107,15 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
     ) -> None:
         """
         - ``summarizer``: a callable ``(transcript, instructions) -> str`` (or awaitable);
-          default :class:`~compaction.summarizers.ExtractiveSummarizer` (offline, free).
+          default [`ExtractiveSummarizer`][compaction.summarizers.extractive.ExtractiveSummarizer]
+          (offline, free).
         - ``keep_steps``: the newest steps of the current task that are never summarised (at
           least 1: the model has not acted on the newest tool output yet). The default, 1, is
-          below :class:`SlidingWindow`'s 2 on purpose: as the terminal under a sliding window,
+          below [`SlidingWindow`][]'s 2 on purpose: as the terminal under a sliding window,
           the summary must be allowed to give up something the free layer kept, or it would
           never have anything to do.
         - ``max_failures``: failed runs in a row after which the summariser is no longer
-          called until :meth:`reset` (None: never stop calling it).
+          called until [`reset`][] (None: never stop calling it).
         - ``timeout``: seconds one summariser call may take, a deadline for the whole call (a
           finite number > 0, or None for none); a late answer is dropped and fails the round.
         - ``instructions``: extra text appended to the standard prompt (which already asks
@@ -175,7 +176,7 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
 
     @property
     def breaker_open(self) -> bool:
-        """True when the summariser is no longer called (until :meth:`reset`)."""
+        """True when the summariser is no longer called (until [`reset`][])."""
         return self.max_failures is not None and self._failures >= self.max_failures
 
     def reset(self) -> None:

@@ -14,7 +14,7 @@ image. Such messages are left whole for the other layers.
 As a ladder layer it works oldest first and stops at target, and never touches system messages
 (unless ``"system"`` is in ``roles``) or the task anchor, the newest real user message (unless
 ``include_anchor``): those are what the model is working from. As a plain per-message limit,
-whatever the target, use :meth:`Truncate.truncate_message` or :meth:`Truncate.limit`.
+whatever the target, use [`Truncate.truncate_message`][] or [`Truncate.limit`][].
 """
 
 from __future__ import annotations
@@ -247,7 +247,7 @@ class Truncate(Strategy):
 
         A plain per-message limit, whatever the target ("truncate the assistant's response to
         500 characters"): it applies to the message given, whatever its role. ``counter``
-        matters only with ``max_tokens`` (default: an :class:`ApproximateCounter`).
+        matters only with ``max_tokens`` (default: an [`ApproximateCounter`][]).
         """
         if not isinstance(message, Message):
             raise TypeError(f"truncate_message takes a Message, got {type(message).__name__}")
@@ -259,7 +259,7 @@ class Truncate(Strategy):
         """Every message this strategy may touch cut to the limit, whatever the target.
 
         Roles and the anchor rule hold as in a ladder. Invalid input raises
-        :class:`~compaction.validate.InvalidConversationError`.
+        [`InvalidConversationError`][compaction.validate.InvalidConversationError].
         """
         msgs = tuple(messages)
         validate(msgs)

@@ -1,9 +1,9 @@
-"""Summarisers: what the :class:`~compaction.strategies.summary.Summary` strategy calls.
+"""Summarisers: what the [`Summary`][compaction.strategies.summary.Summary] strategy calls.
 
 A summariser is any callable ``(transcript: str, instructions: str) -> str`` (or an async one).
-:class:`ExtractiveSummarizer` needs no model and is the default; :class:`OpenAIChatSummarizer`
+[`ExtractiveSummarizer`][] needs no model and is the default; [`OpenAIChatSummarizer`][]
 talks to any OpenAI-compatible chat-completions endpoint (the ``openai`` extra);
-:func:`model_summarizer` wraps a framework's own model (LangChain, pydantic-ai, the Agents
+[`model_summarizer`][] wraps a framework's own model (LangChain, pydantic-ai, the Agents
 SDK, LiteLLM). Those are only imported when asked for.
 """
 

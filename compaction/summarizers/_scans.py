@@ -102,7 +102,7 @@ def _issues(text: str) -> list[str]:
 
 def _error_lines(text: str) -> list[str]:
     """The lines of ``text`` (as ``str.splitlines`` has them) that ``_ERROR`` matches, in
-    order: only the lines holding one of :data:`_ERROR_WORDS` are searched."""
+    order: only the lines holding one of ``_ERROR_WORDS`` are searched."""
     hits = [word for word in _ERROR_WORDS if word in text]
     if not hits:
         return []

@@ -104,7 +104,7 @@ def is_async_summarizer(summarizer: Any) -> bool:
 
 #: Header lines of the rendered form: ``--- <label> ---`` on a line of its own. An earlier
 #: summary is labelled ``summary of N earlier messages``, a note ``note on N earlier
-#: messages`` (N as :func:`stands_for` counts it); this is the label without the count.
+#: messages`` (N as [`stands_for`][] counts it); this is the label without the count.
 SUMMARY_LABEL: Final = "summary of earlier messages"
 
 #: A label of compaction output, with the count of messages it stands for.
@@ -179,7 +179,7 @@ def render_transcript(messages: Iterable[Message]) -> str:
     ``tool call: NAME (ID)`` (followed by its decoded arguments), ``tool result: NAME (ID)``
     (the tool's name taken from the call when the result does not carry it), and
     ``summary of N earlier messages`` / ``note on N earlier messages`` for compaction output
-    (N: :func:`stands_for`).
+    (N: [`stands_for`][]).
     A line of content that looks like a header is indented by one space, so only the labels
     written here are headers.
     """

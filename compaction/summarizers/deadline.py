@@ -42,7 +42,7 @@ def check_timeout(option: str, value: Any) -> float:
 
 
 def call_with_deadline(fn: Callable[..., T], args: tuple[Any, ...], timeout: float, what: str) -> T:
-    """``fn(*args)``, or :class:`TimeoutError` once ``timeout`` seconds have passed.
+    """``fn(*args)``, or ``TimeoutError`` once ``timeout`` seconds have passed.
 
     The call runs in a daemon thread that is not waited for after the deadline: a call that
     hangs for good neither holds up the caller nor keeps the interpreter from exiting. Its
@@ -110,7 +110,7 @@ def _drop(task: asyncio.Future[Any]) -> None:
 
 
 async def await_with_deadline(awaitable: Awaitable[T], timeout: float, what: str) -> T:
-    """The result of ``awaitable``, or :class:`TimeoutError` once ``timeout`` has passed.
+    """The result of ``awaitable``, or ``TimeoutError`` once ``timeout`` has passed.
 
     At the deadline the work is cancelled and *not* waited for, so a coroutine that ignores
     the cancellation can neither hold the caller nor have its late answer used.

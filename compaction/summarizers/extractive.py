@@ -1,10 +1,10 @@
 """A summariser with no model: it extracts, it does not write.
 
-:class:`ExtractiveSummarizer` reads the rendered transcript (see
-:func:`~compaction.summarizers.base.render_transcript`) and fills the fixed sections from the
-text itself: the user's request, decision-like sentences, which tools ran how often, every
-identifier copied exactly, and the last state reached. It is offline, deterministic and free,
-which is why it is the embedded default: the whole ladder works with no API key.
+[`ExtractiveSummarizer`][] reads the rendered transcript (see
+[`render_transcript`][compaction.summarizers.base.render_transcript]) and fills the fixed
+sections from the text itself: the user's request, decision-like sentences, which tools ran how
+often, every identifier copied exactly, and the last state reached. It is offline, deterministic
+and free, which is why it is the embedded default: the whole ladder works with no API key.
 
 Every section is capped so the summary is much smaller than what it replaces, except file
 paths and URLs: those are what an agent needs to find its way back, so every one is kept

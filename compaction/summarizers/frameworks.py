@@ -9,9 +9,10 @@ credentials::
     Summary(model_summarizer(agents_model))        # an Agents SDK Model
     Summary(model_summarizer("openai/gpt-5-mini")) # a LiteLLM model name
 
-Each is shown what :class:`~compaction.summarizers.OpenAIChatSummarizer` is shown (the
-instructions as the system message, the rendered transcript fenced as data as the user
-message) and keeps the same limits:
+Each is shown what
+[`OpenAIChatSummarizer`][compaction.summarizers.openai_chat.OpenAIChatSummarizer] is shown (the
+instructions as the system message, the rendered transcript fenced as data as the user message)
+and keeps the same limits:
 
 - ``timeout``: a deadline for the whole call (the work runs in a daemon thread, or a task
   that is cancelled and not waited for), so a model that hangs or trickles cannot hold the
@@ -19,7 +20,7 @@ message) and keeps the same limits:
 - ``max_chars``: the longest answer used. The framework has already read the answer when it
   hands it over, so this bounds what compaction does with it (no tokenising of a runaway
   answer), and ``max_tokens`` is asked of the model so it is not written in the first place.
-- the breaker is the :class:`~compaction.strategies.summary.Summary` strategy's, as for every
+- the breaker is the [`Summary`][compaction.strategies.summary.Summary] strategy's, as for every
   summariser: a failed call fails its round, and ``max_failures`` failed runs stop the calls.
 
 ``calls``, ``input_tokens`` and ``output_tokens`` add up what the model reported (when it

@@ -236,7 +236,7 @@ class OpenAIChatSummarizer:
         return reader.answer()
 
     def close(self) -> None:
-        """Close the sync HTTP client (the async one is closed by :meth:`aclose`)."""
+        """Close the sync HTTP client (the async one is closed by ``aclose``)."""
         if self._client is not None:
             self._client.close()
             self._client = None
