@@ -20,15 +20,16 @@ edited in place.
 
 from __future__ import annotations
 
-import inspect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, cast
 
 import attrs
 
 from . import events
 from ._log import log
+from ._signature import takes_counter as _takes_counter
+from ._signature import takes_limit as _takes_limit
 from .budget import Budget
 from .engine import AsyncCallNext, CallNext, Run, aexecute, current_labels, execute
 from .messages import Message
@@ -54,31 +55,6 @@ class Capabilities:
     lossless: bool = False
     keeps_tool_pairs: bool = True
     deterministic: bool = True
-
-
-def _takes(method: Callable[..., Any], name: str, *, default: bool = True) -> bool:
-    """Whether ``method`` accepts the keyword ``name`` (by name, or through ``**kwargs``);
-    ``default`` when its signature cannot be read (a C callable)."""
-    try:
-        params = inspect.signature(method).parameters.values()
-    except (TypeError, ValueError):
-        return default
-    return any(
-        p.kind is p.VAR_KEYWORD
-        or (p.name == name and p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
-        for p in params
-    )
-
-
-def _takes_counter(method: Callable[..., Any]) -> bool:
-    """Whether ``method`` accepts ``counter=`` (by name, or through ``**kwargs``)."""
-    return _takes(method, "counter")
-
-
-def _takes_limit(method: Callable[..., Any]) -> bool:
-    """Whether ``method`` accepts ``limit=``: only a strategy that asks for the hard limit gets
-    it, so every ``rewrite`` written before there were two limits keeps working unchanged."""
-    return _takes(method, "limit", default=False)
 
 
 class Strategy:

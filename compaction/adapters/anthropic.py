@@ -25,15 +25,12 @@ from typing import Any, Final, NamedTuple
 
 from ..messages import Message, ToolCall
 from . import AdapterError
+from ._anthropic_blocks import META_KEY, record_of, text_block, tool_block, user_content
 from ._coerce import is_model, plain, plain_blocks
-from ._parts import is_cut, with_text
 from .ids import anthropic_id
-from .openai import META_KEY as OPENAI_META_KEY
 from .rekey import rekey
 
 __all__ = ["CONTINUED", "META_KEY", "AnthropicRequest", "from_anthropic", "to_anthropic"]
-
-META_KEY: Final = "anthropic"
 
 _THINKING: Final = frozenset({"thinking", "redacted_thinking"})
 
@@ -201,16 +198,6 @@ def _coerced(raw: Any) -> Any:
     return raw
 
 
-def _record(message: Message) -> Mapping[str, Any]:
-    record = message.meta.get(META_KEY)
-    return record if isinstance(record, Mapping) else {}
-
-
-def _text_block(text: str) -> list[dict[str, Any]]:
-    # The API rejects empty text blocks, so empty text is no block at all.
-    return [{"type": "text", "text": text}] if text else []
-
-
 def _tool_input(call: ToolCall, index: int) -> dict[str, Any]:
     try:
         value = json.loads(call.arguments) if call.arguments.strip() else {}
@@ -229,7 +216,7 @@ def _tool_input(call: ToolCall, index: int) -> dict[str, Any]:
 
 
 def _assistant_content(message: Message, index: int) -> str | list[dict[str, Any]]:
-    record = _record(message)
+    record = record_of(message)
     blocks = record.get("blocks")
     if blocks is not None and message.content == record.get("text"):
         try:
@@ -244,7 +231,7 @@ def _assistant_content(message: Message, index: int) -> str | list[dict[str, Any
     # Thinking must lead the turn it belongs to; blocks we do not model keep their order.
     out = [copy.deepcopy(b) for b in old if b.get("type") in _THINKING]
     out += [copy.deepcopy(b) for b in old if b.get("type") not in _THINKING | {"text", "tool_use"}]
-    out += _text_block(message.content)
+    out += text_block(message.content)
     by_id = {b.get("id"): b for b in old if b.get("type") == "tool_use"}
     for call in message.tool_calls:
         block = copy.deepcopy(dict(by_id.get(call.id, {})))
@@ -253,102 +240,15 @@ def _assistant_content(message: Message, index: int) -> str | list[dict[str, Any
     return out
 
 
-def _tool_block(message: Message) -> dict[str, Any]:
-    record = _record(message)
-    block = record.get("block")
-    if (
-        block is not None
-        and message.content == record.get("text")
-        and (block.get("tool_use_id") == message.tool_call_id)
-    ):
-        return copy.deepcopy(dict(block))
-    out = {k: copy.deepcopy(v) for k, v in (block or {}).items() if k != "content"}
-    kept = _cut_blocks((block or {}).get("content"), message)
-    content: Any = kept if kept is not None else message.content
-    out.update(type="tool_result", tool_use_id=message.tool_call_id, content=content)
-    return out
-
-
-def _image_block(url: Any) -> dict[str, Any] | None:
-    """An OpenAI ``image_url`` (a data URL or a web URL) as an Anthropic image block."""
-    if not isinstance(url, str) or not url:
-        return None
-    if url.startswith("data:"):
-        head, sep, data = url[5:].partition(",")
-        media_type, _, encoding = head.partition(";")
-        if not sep or encoding != "base64" or not media_type:
-            return None
-        return {
-            "type": "image",
-            "source": {"type": "base64", "media_type": media_type, "data": data},
-        }
-    return {"type": "image", "source": {"type": "url", "url": url}}
-
-
-def _blocks_from_parts(parts: Sequence[Any]) -> list[dict[str, Any]]:
-    """OpenAI content parts as Anthropic blocks: text and images carried over; a part with no
-    Anthropic form (audio, files...) becomes a visible note rather than vanishing."""
-    out: list[dict[str, Any]] = []
-    for part in parts:
-        kind = part.get("type") if isinstance(part, Mapping) else None
-        if kind == "text":
-            out += _text_block(str(part.get("text", "")))
-            continue
-        if kind == "image_url":
-            image = part.get("image_url")
-            block = _image_block(image.get("url") if isinstance(image, Mapping) else image)
-            if block is not None:
-                out.append(block)
-                continue
-        out.append(
-            {"type": "text", "text": f"[{kind or 'unknown'} part omitted: no Anthropic form]"}
-        )
-    return out
-
-
-def _is_text_block(block: Any) -> bool:
-    return isinstance(block, Mapping) and block.get("type") == "text"
-
-
-def _cut_blocks(blocks: Any, message: Message) -> list[dict[str, Any]] | None:
-    """The blocks of a message whose text was cut: its images and documents kept beside the
-    cut text."""
-    if not is_cut(message) or not isinstance(blocks, list):
-        return None
-    return with_text(
-        copy.deepcopy(blocks), message.content, _is_text_block, lambda t: _text_block(t)[0]
-    )
-
-
-def _user_content(message: Message) -> str | list[dict[str, Any]]:
-    record = _record(message)
-    blocks = record.get("blocks")
-    if blocks is not None and message.content == record.get("text"):
-        return copy.deepcopy(blocks)
-    kept = _cut_blocks(blocks, message)
-    if kept is not None:
-        return kept
-    # Read from OpenAI with content parts (images...): carry them over, not just their text.
-    openai = message.meta.get(OPENAI_META_KEY)
-    if (
-        not record
-        and isinstance(openai, Mapping)
-        and isinstance(openai.get("parts"), list)
-        and message.content == openai.get("parts_text")
-    ):
-        return _blocks_from_parts(openai["parts"])
-    return message.content
-
-
 def _as_blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return _text_block(content) if isinstance(content, str) else content
+    return text_block(content) if isinstance(content, str) else content
 
 
 def _system(messages: Sequence[Message]) -> str | list[dict[str, Any]] | None:
     if not messages:
         return None
     if len(messages) == 1:
-        record = _record(messages[0])
+        record = record_of(messages[0])
         blocks = record.get("blocks")
         if blocks is not None and messages[0].content == record.get("text"):
             return copy.deepcopy(blocks)
@@ -357,12 +257,12 @@ def _system(messages: Sequence[Message]) -> str | list[dict[str, Any]] | None:
     # boundaries survive.
     out: list[dict[str, Any]] = []
     for m in messages:
-        record = _record(m)
+        record = record_of(m)
         blocks = record.get("blocks")
         if blocks is not None and m.content == record.get("text"):
             out += copy.deepcopy(blocks)
         else:
-            out += _text_block(m.content)
+            out += text_block(m.content)
     return out
 
 
@@ -401,9 +301,9 @@ def to_anthropic(messages: Iterable[Message]) -> AnthropicRequest:
         if message.role == "assistant":
             role, content = "assistant", _assistant_content(message, index)
         elif message.role == "tool":
-            role, content = "user", [_tool_block(message)]
+            role, content = "user", [tool_block(message)]
         elif message.role == "user":
-            role, content = "user", _user_content(message)
+            role, content = "user", user_content(message)
         else:
             raise AdapterError(
                 index,

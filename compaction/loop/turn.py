@@ -1,8 +1,7 @@
 """The turn loop: compaction before every model call, tools, a persistent context.
 
 See [`compaction.loop`][] for what one run does; this module sequences it. The model and tool
-calls themselves (and their events) are in [`calls`][compaction.loop.calls], the conversation in
-[`history`][compaction.loop.history].
+calls (and their events) are in ``calls``, the conversation in ``history``, beside it.
 """
 
 from __future__ import annotations

@@ -45,12 +45,13 @@ from typing import ClassVar, Literal
 
 from ..budget import Budget
 from ..memory.trace import cut_message
-from ..memory.transcript import Transcript, is_person_written, parse
+from ..memory.transcript import Transcript, parse
 from ..messages import Message
 from ..result import CompactionResult
 from ..strategy import Capabilities, Run, Strategy
 from ..tokens import TokenCounter
 from ..validate import validate
+from ._window_chunks import build, drop_order
 from ._window_notes import Chunk, WindowNotes
 
 __all__ = ["SlidingWindow", "WindowMode"]
@@ -220,7 +221,9 @@ class SlidingWindow(Strategy):
             else parse(messages)
         )
         counts = [counter.count(m) for m in transcript.messages]
-        chunks = self._chunks(transcript, counts)
+        chunks = drop_order(
+            transcript, counts, window_size=self.window_size, keep_steps=self.keep_steps
+        )
         if not chunks:
             return None
 
@@ -257,7 +260,7 @@ class SlidingWindow(Strategy):
             return None
 
         if not self.writes_note:
-            return self._build(transcript, chunks[:p], None)
+            return build(transcript, chunks[:p], None)
         notes = WindowNotes(self.name, transcript, chunks, target)
         # Phase 3, the note: one more chunk at a time until what is left, note included, fits.
         # The note grows with what it names, so it is written and counted for each cut tried
@@ -283,7 +286,7 @@ class SlidingWindow(Strategy):
             part = self._keep_part(transcript, chunks, p, kept, target, counter, notes)
             if part is not None:
                 return part
-        return self._build(transcript, chunks[:p], note)
+        return build(transcript, chunks[:p], note)
 
     def _keep_part(
         self,
@@ -317,7 +320,7 @@ class SlidingWindow(Strategy):
         # messages and the cut take it.
         if cut is None or others + counter.count(cut) > room:
             return None
-        out = self._build(transcript, rest if note is not None else (), note)
+        out = build(transcript, rest if note is not None else (), note)
         # by identity: an equal message elsewhere ("ok", "continue") is not this one
         at = next((i for i, m in enumerate(out) if m is message), -1)
         if at < 0:
@@ -325,87 +328,8 @@ class SlidingWindow(Strategy):
         out[at] = cut
         return out
 
-    # -- helpers -------------------------------------------------------------------------------
-
-    def _build(
-        self, transcript: Transcript, chunks: Sequence[Chunk], note: Message | None
-    ) -> list[Message]:
-        """The kept messages in order, with ``note`` where the first dropped message was."""
-        msgs = transcript.messages
-        gone: set[int] = set()
-        for chunk in chunks:
-            gone.update(chunk.groups)
-        out: list[Message] = list(msgs[: transcript.system_end])
-        placed = note is None
-        for index, group in enumerate(transcript.groups):
-            if index in gone:
-                if not placed:
-                    # Between two whole groups a user message is always valid.
-                    out.append(note)  # type: ignore[arg-type]
-                    placed = True
-                continue
-            out.extend(msgs[group.start : group.end])
-        return out
-
     def _chunks(self, transcript: Transcript, counts: Sequence[int]) -> list[Chunk]:
-        """What may be dropped, in drop order, one group per chunk (the finest grain that
-        keeps a call with its results): history, oldest first; then the current request's
-        own oldest steps; and only then older person-written user messages, which are small
-        and are what the person asked. Protected groups (the task, the newest person-written
-        message, pinned ones) and the newest ``keep_steps`` steps are never in it."""
-        groups = transcript.groups
-        anchor = transcript.anchor
-        protected = transcript.protected
-        if self.window_size is not None and transcript.task not in transcript.pinned:
-            # A fixed window is the caller's explicit contract on what stays (seed 000: a
-            # window of 2 keeps the newest 2), so there the task goes like any older request.
-            protected = protected - {transcript.task}
-        # The newest keep_steps steps after the anchor (or of everything, without one) stay.
-        first = 0 if anchor is None else anchor + 1
-        cut = len(groups)
-        seen = 0
-        for index in range(len(groups) - 1, first - 1, -1):
-            if groups[index].kind != "note":
-                seen += 1
-                if seen == self.keep_steps:
-                    cut = index
-                    break
-        else:
-            cut = first  # fewer steps than keep_steps: none of them may go
-        history_end = cut if anchor is None else anchor
-        msgs = transcript.messages
-
-        # The person's newest messages are protected within their share (``words``); older
-        # ones go with the history around them, oldest first: the ledger carries what they
-        # said, sentence by sentence (a fixed window, which protects no words, still gives
-        # them up last, as it always did).
-        order: list[int] = []
-        asked: list[int] = []
-        last = bool(self.window_size is not None)
-        for index in range(history_end):
-            if index in protected:
-                continue
-            if (
-                last
-                and groups[index].kind == "user"
-                and is_person_written(msgs[groups[index].start])
-            ):
-                asked.append(index)
-            else:
-                order.append(index)
-        if anchor is not None:
-            order.extend(i for i in range(anchor + 1, cut) if i not in protected)
-        order.extend(asked)
-
-        chunks: list[Chunk] = []
-        for g in order:
-            chunk = Chunk([g])
-            group = groups[g]
-            for i in range(group.start, group.end):
-                m = msgs[i]
-                chunk.tokens += counts[i]
-                chunk.messages += 1
-                chunk.chars += len(m.content) + sum(len(c.arguments) for c in m.tool_calls)
-            chunk.notes_only = group.kind == "note"
-            chunks.append(chunk)
-        return chunks
+        """What may be dropped, in drop order (see ``_window_chunks.drop_order``)."""
+        return drop_order(
+            transcript, counts, window_size=self.window_size, keep_steps=self.keep_steps
+        )
