@@ -91,6 +91,7 @@ SUITES: Final = (
     Suite("remembered", "benchmarks.remembered"),
     Suite("probe", "benchmarks.probe"),
     Suite("integrations", "benchmarks.integrations_cost", "suite", "section"),
+    Suite("live", "benchmarks.live_loop", "suite", "section"),
     Suite("sessions", "benchmarks.sessions_store", "suite", "section"),
     Suite("cost", "benchmarks.cost", "suite", "markdown"),
 )
