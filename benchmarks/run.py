@@ -94,6 +94,7 @@ SUITES: Final = (
     Suite("remembered", "benchmarks.remembered.suite"),
     Suite("probe", "benchmarks.probe.suite"),
     Suite("integrations", "benchmarks.integrations.suite", "suite", "section"),
+    Suite("live", "benchmarks.live.suite", "suite", "section"),
     Suite("sessions", "benchmarks.sessions.suite", "suite", "section"),
     Suite("cost", "benchmarks.cost.suite", "suite", "markdown"),
 )

@@ -27,6 +27,7 @@ else a local count of the answer.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any, overload
 
@@ -161,9 +162,9 @@ class _Prefix(Sequence[Message]):
         return self._data[index]
 
     def __iter__(self) -> Iterator[Message]:
-        data = self._data
-        for i in range(self._stop):
-            yield data[i]
+        # In C: the trigger copies the agent's list every call, and a generator here made
+        # that copy a Python loop over the whole history.
+        return itertools.islice(self._data, self._stop)
 
 
 def _common_prefix(a: Sequence[Message], b: Sequence[Message], compactor: Compactor) -> int:

@@ -89,8 +89,12 @@ def test_quick_run_of_every_suite_writes_only_where_told(tmp_path: Path) -> None
     assert results["warm"]["groups"] and results["economics"]["rows"]
     peers = results["peers"]
     assert "skipped" in peers or {"sliding_window", "trim_messages"} <= set(peers["cases"][0])
-    for row in results["integrations"]:  # one row per drop-in, each size measured
-        assert "skipped" in row or sorted(map(int, row["ms_per_call"])) == [100, 500]
+    # One row per drop-in and phase, each size measured: before any compaction, and between
+    # compactions (from 500 messages).
+    for row in results["integrations"]:
+        sizes = [100, 500] if row["phase"] == "before" else [500, 1000]
+        assert "skipped" in row or sorted(map(int, row["ms_per_call"])) == sizes
+    assert {r["phase"] for r in results["integrations"]} == {"before", "after"}
     q = results["quality"]
     assert {"default", "free", "summary"} <= set(q["ladders"])
     assert set(q["ladders"]) | set(q["skipped_ladders"]) == set(quality.LADDERS)

@@ -33,7 +33,7 @@ from . import AdapterError
 from ._coerce import plain
 from ._parts import is_cut, with_text
 
-__all__ = ["META_KEY", "from_responses", "to_responses"]
+__all__ = ["META_KEY", "from_responses", "message_to_responses", "to_responses"]
 
 META_KEY: Final = "responses"
 
@@ -247,6 +247,17 @@ def _person(message: Message, record: Mapping[str, Any]) -> Any:
     return {"role": role, "content": message.content}
 
 
+def message_to_responses(message: Message) -> list[Any]:
+    """One :class:`Message` as the Responses input items it stands for (an assistant message
+    may be several: its reasoning, text and each call)."""
+    record = _record(message)
+    if message.role == "assistant":
+        return _assistant(message, record)
+    if message.role == "tool":
+        return [_tool(message, record)]
+    return [_person(message, record)]
+
+
 def to_responses(messages: Sequence[Message] | Iterable[Message]) -> list[Any]:
     """[`Message`][] objects as Responses API input items.
 
@@ -256,11 +267,5 @@ def to_responses(messages: Sequence[Message] | Iterable[Message]) -> list[Any]:
     """
     out: list[Any] = []
     for message in messages:
-        record = _record(message)
-        if message.role == "assistant":
-            out += _assistant(message, record)
-        elif message.role == "tool":
-            out.append(_tool(message, record))
-        else:
-            out.append(_person(message, record))
+        out += message_to_responses(message)
     return out

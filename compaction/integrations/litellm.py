@@ -49,10 +49,11 @@ except ModuleNotFoundError as exc:  # the extra is missing: say which one
 from .._log import log
 from ..adapters import AdapterError
 from ..adapters._coerce import plain as _plain
-from ..adapters.openai import to_openai
+from ..adapters.openai import message_to_openai
 from ..trigger import Compactor, CompactorStats
 from ._compactor import default_pipeline
 from ._incremental import OpenAIHistory
+from ._written import WrittenView, one_each
 from .recall_tools import MessagesRecall
 
 __all__ = ["CompactionHook"]
@@ -75,13 +76,16 @@ def _model_window(model: str, provider: Any = None) -> int | None:
 class _Conversation:
     """One conversation: its compactor and its messages, converted once each."""
 
-    __slots__ = ("compactor", "history", "key", "serial")
+    __slots__ = ("compactor", "history", "key", "serial", "written")
 
     def __init__(self, key: str, serial: int, compactor: Compactor) -> None:
         self.key = key
         self.serial = serial
         self.compactor = compactor
         self.history = OpenAIHistory()
+        # The compacted view as written back: a call between compactions writes only the
+        # steps appended since (the rest was deep-copied once, when it was first sent).
+        self.written = WrittenView(one_each(message_to_openai))
 
 
 class CompactionHook(CustomLogger):  # type: ignore[misc]
@@ -255,7 +259,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
 
     def _prepare(
         self, model: Any, messages: Any, request: Mapping[str, Any]
-    ) -> tuple[Compactor, Any] | None:
+    ) -> tuple[_Conversation, Any] | None:
         if not isinstance(model, str) or not isinstance(messages, list) or not messages:
             return None
         if self._written.get(id(messages)) is messages:
@@ -277,10 +281,10 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         except (AdapterError, TypeError, ValueError) as exc:
             log.warning("litellm.unreadable_request", model=model, error=exc)
             return None
-        return conversation.compactor, converted
+        return conversation, converted
 
-    def _written_list(self, sent: Sequence[Any]) -> list[Any]:
-        out = to_openai(sent)
+    def _written_list(self, conversation: _Conversation, sent: Sequence[Any]) -> list[Any]:
+        out = conversation.written.write(sent)
         with self._lock:
             self._written[id(out)] = out
             while len(self._written) > self.max_conversations:
@@ -296,18 +300,20 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         prepared = self._prepare(model, messages, request)
         if prepared is None:
             return messages
-        compactor, converted = prepared
+        conversation, converted = prepared
+        compactor = conversation.compactor
         sent = compactor.before_call(converted)
-        return messages if not compactor.compacted else self._written_list(sent)
+        return messages if not compactor.compacted else self._written_list(conversation, sent)
 
     async def acompact_messages(self, model: str, messages: list[Any], **request: Any) -> list[Any]:
         """Async twin of [`compact_messages`][] (awaits summarisers that do I/O)."""
         prepared = self._prepare(model, messages, request)
         if prepared is None:
             return messages
-        compactor, converted = prepared
+        conversation, converted = prepared
+        compactor = conversation.compactor
         sent = await compactor.abefore_call(converted)
-        return messages if not compactor.compacted else self._written_list(sent)
+        return messages if not compactor.compacted else self._written_list(conversation, sent)
 
     async def _rewrite(self, data: Any) -> Any:
         if not isinstance(data, Mapping) or not isinstance(data.get("messages"), list):
@@ -316,14 +322,15 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         prepared = self._prepare(data.get("model"), messages, data)
         if prepared is None:
             return None
-        compactor, converted = prepared
+        conversation, converted = prepared
+        compactor = conversation.compactor
         sent = await compactor.abefore_call(converted)
         call_id = data.get("litellm_call_id")
         if isinstance(call_id, str):
             self._remember(call_id, compactor)
         if not compactor.compacted:
             return None
-        out = self._written_list(sent)
+        out = self._written_list(conversation, sent)
         # What is logged is what is sent: LiteLLM's logging object took the messages when the
         # call began, before this hook; its own update_messages is the way a pre-call hook
         # tells it (its success and failure callbacks, spend logs and integrations read it).

@@ -29,11 +29,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._log import log
 from ..adapters import AdapterError
-from ..adapters.responses import to_responses
+from ..adapters.responses import message_to_responses, to_responses
 from ..messages import Message
 from ..trigger import Compactor
 from ._compactor import build_compactor
 from ._incremental import ResponsesHistory
+from ._written import WrittenView, many_each
 from .recall_tools import AgentsRecall
 
 if TYPE_CHECKING:
@@ -101,6 +102,9 @@ class CompactionFilter:
         # The items converted so far: a call converts only what the runner appended.
         self._history = ResponsesHistory()
         self._lead = _Instructions()
+        # The compacted view as written back: a call between compactions writes only the
+        # items appended since.
+        self._written = WrittenView(many_each(message_to_responses))
         # recall=True: ``recall_tool`` answers from the last input the runner gave us.
         self.recall = AgentsRecall() if recall else None
         # Without tools= the agent's own function tools are counted, as the runner sends their
@@ -148,8 +152,10 @@ class CompactionFilter:
         request = await self.compactor.abefore_call(messages)
         if not self.compactor.compacted:
             return model_data
-        kept = [m for m in request if not m.meta.get(_INSTRUCTIONS)]
-        return ModelInputData(input=to_responses(kept), instructions=instructions)
+        # The instructions travel on their own; they can only be the first message (the
+        # ladder keeps the system block first).
+        kept = request[1:] if request and request[0].meta.get(_INSTRUCTIONS) else request
+        return ModelInputData(input=self._written.write(kept), instructions=instructions)
 
     @property
     def recall_tool(self) -> Any:

@@ -47,7 +47,8 @@ from ..trigger import Compactor, default_pipeline
 from . import recall_tools
 from ._conversations import Conversations
 from ._incremental import common_prefix
-from .pydantic_ai_messages import from_pydantic_ai, to_pydantic_ai
+from ._written import WrittenView
+from .pydantic_ai_messages import from_pydantic_ai, pydantic_ai_units, to_pydantic_ai
 
 __all__ = [
     "Compaction",
@@ -63,7 +64,7 @@ _INSTRUCTIONS: str = "pydantic_ai_instructions"
 class _Conversation:
     """One conversation: its compactor, and the messages converted so far (by source)."""
 
-    __slots__ = ("compactor", "ends", "flat", "instructions", "sources")
+    __slots__ = ("compactor", "ends", "flat", "instructions", "sources", "written")
 
     def __init__(self, compactor: Compactor) -> None:
         self.compactor = compactor
@@ -73,6 +74,9 @@ class _Conversation:
         # framework list first).
         self.flat: AppendLog = AppendLog()
         self.instructions: Message | None = None
+        # The compacted view as written back: a call between compactions writes only the
+        # steps appended since.
+        self.written = WrittenView(pydantic_ai_units)
 
     def convert(self, messages: Sequence[ModelMessage], instructions: str) -> AppendLog:
         # The first message stands for the instructions (a system block, counted and kept),
@@ -200,7 +204,7 @@ class _Engine:
                 return messages
             if sent and sent[0].meta.get(_INSTRUCTIONS):
                 sent = sent[1:]  # the instructions travel on their own
-            return to_pydantic_ai(sent)
+            return state.written.write(sent)
         except Exception as exc:
             # Compaction never fails the run: the request goes out as it came.
             log.error("pydantic_ai.compaction_failed", error=exc, labels=self.labels)

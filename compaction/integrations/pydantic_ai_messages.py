@@ -30,7 +30,7 @@ messages (``ModelMessagesTypeAdapter``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Final, TypeGuard
 
 from pydantic_ai.messages import (
@@ -61,7 +61,7 @@ from ..media.parts import describe_bytes, describe_url, media_meta
 from ..memory.transcript import PROVENANCE_KEY, SYNTHETIC_KEY
 from ..messages import Message, ToolCall
 
-__all__ = ["META_KEY", "from_pydantic_ai", "to_pydantic_ai"]
+__all__ = ["META_KEY", "from_pydantic_ai", "pydantic_ai_units", "to_pydantic_ai"]
 
 META_KEY: Final = "pydantic_ai"
 
@@ -329,37 +329,45 @@ def to_pydantic_ai(messages: Iterable[Message]) -> list[ModelMessage]:
     The exact inverse of [`from_pydantic_ai`][] for messages nothing rewrote: the same
     ``ModelMessage`` objects come back.
     """
-    out: list[ModelMessage] = []
+    return [written for objects, _ in pydantic_ai_units(list(messages)) for written in objects]
+
+
+def pydantic_ai_units(
+    messages: Sequence[Message],
+) -> Iterator[tuple[list[ModelMessage], int]]:
+    """:func:`to_pydantic_ai` a unit at a time: the ``ModelMessage`` written for each run of
+    messages (an assistant message; or the results and prompts one request carries), with the
+    index just past the run, so a caller can keep what a longer list starts with."""
     group: list[Message] = []
     group_source: Any = None
 
-    def flush() -> None:
-        if not group:
-            return
+    def flush() -> list[ModelMessage]:
         if isinstance(group_source, ModelRequest):
-            out.append(_request_from(group_source, group))
+            written: ModelMessage = _request_from(group_source, group)
         else:
             parts = [_fresh_part(m) for m in group]
-            out.append(ModelRequest(parts, metadata=_fresh_metadata(group)))
+            written = ModelRequest(parts, metadata=_fresh_metadata(group))
         group.clear()
+        return [written]
 
-    for m in messages:
+    for i, m in enumerate(messages):
         source, _ = _source(m)
         if m.role == "assistant":
-            flush()
+            if group:
+                yield flush(), i
             if isinstance(source, ModelResponse):
-                out.append(_response_from(source, m))
+                yield [_response_from(source, m)], i + 1
             else:
                 text = [TextPart(m.content)] if m.content else []
                 calls = [_new_call(c) for c in m.tool_calls]
-                out.append(ModelResponse([*text, *calls], metadata=_fresh_metadata([m])))
+                yield [ModelResponse([*text, *calls], metadata=_fresh_metadata([m]))], i + 1
             group_source = None
             continue
         if not isinstance(source, ModelRequest):
             source = None
         if group and source is not group_source:
-            flush()
+            yield flush(), i
         group_source = source
         group.append(m)
-    flush()
-    return out
+    if group:
+        yield flush(), len(messages)
