@@ -120,10 +120,15 @@ def _judge(rows: Sequence[dict[str, Any]], window_name: str) -> dict[str, Any]:
 
 
 def run(
-    transcripts: Path = DEFAULT_TRANSCRIPTS, *, quick: bool = False, limit: int | None = None
+    transcripts: Path = DEFAULT_TRANSCRIPTS,
+    *,
+    quick: bool = False,
+    limit: int | None = None,
+    cases: Sequence[Case] | None = None,
 ) -> dict[str, Any]:
     """Rows per session and window, and the goals judged over them."""
-    cases, _ = load_cases(transcripts, limit=3 if quick else limit)
+    if cases is None:
+        cases, _ = load_cases(transcripts, limit=3 if quick else limit)
     if not cases:
         return {"skipped": "no transcripts", "rows": [], "goals": []}
     warm_up()
@@ -137,9 +142,7 @@ def run(
 
 def suite(ctx: Any) -> dict[str, Any]:
     """The suite entry of ``python -m benchmarks.run`` (see its ``SUITES``)."""
-    return run(
-        getattr(ctx, "transcripts", DEFAULT_TRANSCRIPTS), quick=bool(getattr(ctx, "quick", False))
-    )
+    return run(quick=bool(getattr(ctx, "quick", False)), cases=ctx.cases)
 
 
 def section(result: dict[str, Any]) -> list[str]:

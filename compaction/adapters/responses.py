@@ -248,8 +248,8 @@ def _person(message: Message, record: Mapping[str, Any]) -> Any:
 
 
 def message_to_responses(message: Message) -> list[Any]:
-    """One :class:`Message` as the Responses input items it stands for (an assistant message
-    may be several: its reasoning, text and each call)."""
+    """One [`Message`][compaction.messages.Message] as the Responses input items it stands for
+    (an assistant message may be several: its reasoning, text and each call)."""
     record = _record(message)
     if message.role == "assistant":
         return _assistant(message, record)

@@ -6,7 +6,7 @@ the steps appended since. Writing the whole view back into framework objects on 
 made a call cost O(view) again (tens of milliseconds at thousands of messages, most of it
 deep copies of messages that did not change). So what was written is kept: a call compares
 the view it must send with the one it wrote last (identity first, in C, as
-:func:`~compaction.integrations._incremental.common_prefix` does), keeps what the common
+`common_prefix` in `compaction.integrations._incremental` does), keeps what the common
 prefix wrote and writes the rest.
 
 A framework object may stand for several of our messages (pydantic-ai sends a call's results
