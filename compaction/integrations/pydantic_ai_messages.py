@@ -336,8 +336,9 @@ def pydantic_ai_units(
     messages: Sequence[Message],
 ) -> Iterator[tuple[list[ModelMessage], int]]:
     """[`to_pydantic_ai`][compaction.integrations.pydantic_ai_messages.to_pydantic_ai] a unit
-    at a time: the ``ModelMessage`` written for each run of messages (an assistant message; or the results and prompts one request carries), with the
-    index just past the run, so a caller can keep what a longer list starts with."""
+    at a time: the ``ModelMessage`` written for each run of messages (an assistant message; or
+    the results and prompts one request carries), with the index just past the run, so a caller
+    can keep what a longer list starts with."""
     group: list[Message] = []
     group_source: Any = None
 
