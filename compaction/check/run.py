@@ -38,9 +38,9 @@ from typing import Any
 import attrs
 
 from ..config import Config
-from ..trigger import Compactor
 from ..memory.transcript import is_person_written
 from ..messages import Message
+from ..trigger import Compactor
 from ..validate import problems
 from .identifiers import KINDS, identifiers
 from .logs import UnreadableLog
