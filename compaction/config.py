@@ -108,6 +108,30 @@ class Config:
         except ConfigError as exc:
             raise ConfigError(f"{self.source}: [ladder] {exc}") from None
 
+    def options(self, window: int | None = None, *, counter: Any = None) -> dict[str, Any]:
+        """The keywords every drop-in takes (``pipeline``, ``window``, ``compact_at``,
+        ``compact_to``, ``min_saving``): ``CompactionMiddleware(**config.options())``, and
+        likewise for pydantic-ai, the Agents SDK and LiteLLM. ``window`` overrides the file's
+        (left out when neither gives one, so the drop-in's own rule applies). The cache-aware
+        policy needs a clock and a price per conversation, which only a
+        [`Compactor`][compaction.trigger.Compactor] has: a file that sets one is refused here
+        rather than silently run without it."""
+        if self.cache_aware is not None:
+            raise ConfigError(
+                f"{self.source}: [trigger.cache_aware] is for Compactor.from_config and the "
+                "commands; the drop-ins take the marks, the minimum saving and the ladder"
+            )
+        window = self.window if window is None else window
+        options: dict[str, Any] = {
+            "pipeline": self.pipeline(counter),
+            "compact_at": self.compact_at,
+            "compact_to": self.compact_to,
+            "min_saving": self.min_saving,
+        }
+        if window is not None:
+            options["window"] = window
+        return options
+
     def policy(self, price: Any = None) -> Any:
         """The cache-aware policy this config sets (None for the fixed mark); ``price``
         prices it when the file names no model."""

@@ -241,6 +241,28 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
+#: The file names a directory is searched for (the same as the command line's).
+LOG_SUFFIXES: Final = (".json", ".jsonl", ".traj")
+
+
+def _files(paths: Sequence[str | Path]) -> list[Path]:
+    """Every log named, a directory searched for log files (sorted, hidden ones left out)."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.is_file() and p.name.endswith(LOG_SUFFIXES) and not p.name.startswith(".")
+                )
+            )
+        else:
+            found.append(path)
+    return found
+
+
 def check_logs(
     paths: Sequence[str | Path],
     config: Any = None,
@@ -249,7 +271,8 @@ def check_logs(
     window: int | float = 0.5,
     price: Any = None,
 ) -> CheckReport:
-    """Check every log of ``paths`` ([`check_log`][compaction.check.run.check_log]) and
+    """Check every log of ``paths`` (files, or directories searched for ``*.json``,
+    ``*.jsonl`` and ``*.traj``) ([`check_log`][compaction.check.run.check_log]) and
     judge them against ``thresholds`` (default: the nearest pyproject.toml's, then the
     config's ``[check]``). A log that cannot be read is listed in ``unread`` and fails the
     check."""
@@ -263,7 +286,7 @@ def check_logs(
             thresholds = thresholds_from(config.check, f"{config.source} [check]", thresholds)
     checks: list[LogCheck] = []
     unread: list[tuple[str, str]] = []
-    for path in paths:
+    for path in _files(paths):
         try:
             checks.append(check_log(path, config, window=window, price=price))
         except (OSError, ValueError) as exc:  # FormatError and UnreadableLog are ValueErrors
