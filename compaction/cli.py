@@ -1,4 +1,4 @@
-"""The ``compaction`` command: compact, count, replay, strategies, session, example.
+"""The ``compaction`` command: compact, count, replay, check, tune, strategies, session, example.
 
 Exit codes: 0 done; 1 the target could not be reached (the best result is still written, and
 the report says so); 2 bad usage or bad input (one line on stderr naming the problem, nothing
@@ -27,6 +27,8 @@ _COMMANDS = {
     "strategies": "compaction._cli.cmd_strategies",
     "session": "compaction._cli.cmd_session",
     "example": "compaction._cli.cmd_example",
+    "check": "compaction._cli.cmd_check",
+    "tune": "compaction._cli.cmd_tune",
 }
 
 

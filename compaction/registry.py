@@ -187,11 +187,14 @@ def _layer(entry: Any, where: str, reg: Registry) -> Strategy:
         raise ConfigError(f"{where}: {exc}") from None
 
 
-def ladder_from_config(config: Mapping[str, Any], *, reg: Registry | None = None) -> Any:
+def ladder_from_config(
+    config: Mapping[str, Any], *, reg: Registry | None = None, counter: Any = None
+) -> Any:
     """A [`CompactionPipeline`][compaction.pipeline.CompactionPipeline] from a plain dict.
 
     ``use`` is the list of layers (each a key, or a table with ``strategy`` and its options);
     ``run`` the optional terminal. Every key and option is checked before anything is built.
+    ``counter`` is the pipeline's counter (default: its own).
     """
     reg = reg or registry
     if not isinstance(config, Mapping):
@@ -213,7 +216,7 @@ def ladder_from_config(config: Mapping[str, Any], *, reg: Registry | None = None
         strict = check_bool("'strict'", config.get("strict", False))
     except TypeError as exc:
         raise ConfigError(str(exc)) from None
-    pipeline = CompactionPipeline(strict=strict)
+    pipeline = CompactionPipeline(strict=strict, counter=counter)
     for i, entry in enumerate(layers):
         pipeline.use(_layer(entry, f"use[{i}]", reg))
     if config.get("run") is not None:

@@ -207,6 +207,43 @@ class Compactor(_ConversationView):
         self._usage_warned = False
         self.reset()
 
+    @classmethod
+    def from_config(
+        cls,
+        config: Any,
+        window: int | None = None,
+        *,
+        counter: TokenCounter | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        labels: Mapping[str, Any] | None = None,
+        price: Any = None,
+    ) -> Compactor:
+        """A compactor with the ladder and trigger settings of a config file (a path, or a
+        [`Config`][compaction.config.Config]); ``window`` overrides the file's own, and one
+        of them must be given; ``price`` prices a cache-aware policy whose file names no
+        model. The format is described in [`compaction.config`][]."""
+        from .config import Config, ConfigError, load_config
+
+        cfg = config if isinstance(config, Config) else load_config(config)
+        window = cfg.window if window is None else window
+        if window is None:
+            raise ConfigError(
+                f"{cfg.source}: no window: set [trigger] window, or pass window= "
+                "(the model's context window in tokens)"
+            )
+        return cls(
+            cfg.pipeline(counter),
+            window,
+            cfg.compact_at,
+            cfg.compact_to,
+            counter=counter,
+            tools=tools,
+            labels=labels,
+            min_saving=cfg.min_saving,
+            strict_floor=cfg.strict_floor,
+            policy=cfg.policy(price),
+        )
+
     def __repr__(self) -> str:
         return (
             f"<Compactor window={self.window} compact_at={self.compact_at} "

@@ -224,6 +224,8 @@ def _compactor(
         if price is None:
             raise CliError("--policy cache-aware needs --price MODEL (it weighs the cache)")
         policy = CacheAware(price, ttl=options.get("ttl"))
+    elif options.get("cache_aware") is not None:
+        policy = options["cache_aware"].policy(_price(options))
     try:
         return Compactor(
             pipeline,
@@ -233,6 +235,7 @@ def _compactor(
             counter=counter,
             tools=tools,
             policy=policy,
+            min_saving=options.get("min_saving", 0.05),
         )
     except ValueError as exc:
         text = " ".join(str(exc).split())
@@ -240,7 +243,22 @@ def _compactor(
         raise CliError(f"{where}: {text}") from None
 
 
+def _apply_config(args: Any) -> None:
+    """The trigger settings of ``--config`` (a config file's [trigger]) where no flag gave
+    them: the marks, the minimum saving and the cache-aware policy."""
+    from ..config import Config, load_config
+
+    config = load_config(args.config) if args.config else Config()
+    if args.compact_at is None:
+        args.compact_at = config.compact_at
+    if args.compact_to is None:
+        args.compact_to = config.compact_to
+    args.min_saving = config.min_saving
+    args.cache_aware = config if config.cache_aware is not None else None
+
+
 def run(args: Any) -> int:
+    _apply_config(args)
     if not args.compact_to < args.compact_at:
         raise CliError(
             f"--compact-to ({args.compact_to}) must be below --compact-at ({args.compact_at})"
@@ -262,6 +280,8 @@ def run(args: Any) -> int:
             "cadence",
             "overhead",
             "policy",
+            "min_saving",
+            "cache_aware",
         )
     }
     if args.prices and not args.price:

@@ -58,7 +58,66 @@ def describe_strategies() -> list[dict[str, Any]]:
     return out
 
 
+def explain_config(path: str) -> dict[str, Any]:
+    """What a config file sets: the trigger's marks and policy, and the ladder's layers in
+    order, each explained as configured (the defaults where the file says nothing)."""
+    from ..config import load_config
+
+    config = load_config(path)
+    pipeline = config.pipeline()
+    layers = [
+        {"name": s.name, "explanation": " ".join(s.explain().split())} for s in pipeline.strategies
+    ]
+    trigger = {
+        "window": config.window,
+        "compact_at": config.compact_at,
+        "compact_to": config.compact_to,
+        "min_saving": config.min_saving,
+        "strict_floor": config.strict_floor,
+        "cache_aware": dict(config.cache_aware) if config.cache_aware is not None else None,
+    }
+    return {
+        "config": path,
+        "trigger": trigger,
+        "ladder": layers,
+        "default_ladder": config.ladder is None,
+        "check": dict(config.check),
+    }
+
+
+def _print_config(explained: dict[str, Any]) -> None:
+    t = explained["trigger"]
+    window = f"{t['window']:,} tokens" if t["window"] else "given by the caller (--window)"
+    lines = [
+        f"{explained['config']}:",
+        f"  window: {window}",
+        f"  compact when a request reaches {t['compact_at']:.0%} of the window, down to "
+        f"{t['compact_to']:.0%}; a compaction must save {t['min_saving']:.0%} of the window",
+    ]
+    if t["cache_aware"]:
+        ca = t["cache_aware"]
+        lines.append(
+            "  cache-aware: compact early while the prompt cache is cold, late while warm "
+            f"({', '.join(f'{k} {v}' for k, v in ca.items())})"
+        )
+    label = "the default ladder" if explained["default_ladder"] else "ladder"
+    lines.append(f"  {label}, cheapest first:")
+    for i, layer in enumerate(explained["ladder"], 1):
+        lines.append(f"    {i}. {layer['name']}: {layer['explanation']}")
+    if explained["check"]:
+        floors = ", ".join(f"{k} = {v}" for k, v in explained["check"].items())
+        lines.append(f"  check floors: {floors}")
+    print("\n".join(lines))
+
+
 def run(args: Any) -> int:
+    if getattr(args, "config", None):
+        explained = explain_config(args.config)
+        if args.json:
+            dump_json(explained)
+        else:
+            _print_config(explained)
+        return EXIT_OK
     strategies = describe_strategies()
     if args.json:
         dump_json(strategies)

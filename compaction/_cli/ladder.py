@@ -44,11 +44,13 @@ def build_ladder(ladder: str | None, config: str | None, counter: Any) -> Any:
     With ``--ladder a,b,c`` every key is a layer in that order and the last is the terminal,
     so ``--ladder tool_results`` alone is a valid one-layer ladder.
     """
+    from ..config import load_config
     from ..pipeline import CompactionPipeline
-    from ..registry import load_ladder, registry
+    from ..registry import registry
 
     if config:
-        pipeline = load_ladder(config)
+        # A ladder file, or a config file with a [ladder] (or none: the default ladder).
+        pipeline = load_config(config).pipeline(counter)
         if not pipeline.strategies:
             raise CliError(f"{config}: the ladder has no strategies")
         return pipeline

@@ -226,16 +226,16 @@ def build_parser() -> Parser:
     replay.add_argument(
         "--compact-at",
         type=fraction,
-        default=0.7,
+        default=None,
         metavar="R",
-        help="compact when a call would exceed R x window (default 0.7)",
+        help="compact when a call would exceed R x window (default: the config's, else 0.7)",
     )
     replay.add_argument(
         "--compact-to",
         type=fraction,
-        default=0.4,
+        default=None,
         metavar="R",
-        help="compact down to R x window (default 0.4)",
+        help="compact down to R x window (default: the config's, else 0.4)",
     )
     replay.add_argument(
         "--plot", metavar="OUT.png", help="draw tokens per call (needs matplotlib: '[plot]')"
@@ -273,6 +273,10 @@ def build_parser() -> Parser:
         help="when to compact: at --compact-at (default) or when it pays (needs --price)",
     )
 
+    from .parser_check import add_check_parsers
+
+    add_check_parsers(sub, _common, _counting(), _jobs(), _FORMATTER)
+
     strategies = sub.add_parser(
         "strategies",
         help="list the registered strategies",
@@ -281,7 +285,9 @@ def build_parser() -> Parser:
         formatter_class=_FORMATTER,
         parents=[_common("print the strategies as JSON on stdout")],
     )
-    del strategies
+    strategies.add_argument(
+        "--config", metavar="FILE", help="explain the trigger and ladder a config file sets"
+    )
 
     example = sub.add_parser(
         "example",

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from ..messages import Message
 
-__all__ = ["HEAD_TAIL_CHARS", "original_task", "task_kept"]
+__all__ = ["HEAD_TAIL_CHARS", "is_demonstration", "original_task", "task_kept"]
 
 #: A task kept only in part counts as kept when both its first and its last this many
 #: characters are in one message of the result (a cut that keeps head and tail). A shorter
@@ -30,7 +30,7 @@ def _provenance(message: Message) -> Mapping[str, Any] | None:
     return record if isinstance(record, Mapping) else None
 
 
-def _is_demonstration(message: Message) -> bool:
+def is_demonstration(message: Message) -> bool:
     # SWE-agent opens with a demonstration trajectory as a user message (its reader keeps the
     # trajectory's own ``is_demo`` flag): an example of the interface, not the task.
     return any(isinstance(v, Mapping) and v.get("is_demo") is True for v in message.meta.values())
@@ -41,7 +41,7 @@ def original_task(messages: Sequence[Message]) -> Message | None:
     ``meta["synthetic"]`` by a reader, not a demonstration the harness prepends (a reader's
     ``is_demo`` flag), not a note or summary a compaction left); None when there is none."""
     for m in messages:
-        if m.role != "user" or m.meta.get("synthetic") is True or _is_demonstration(m):
+        if m.role != "user" or m.meta.get("synthetic") is True or is_demonstration(m):
             continue
         record = _provenance(m)
         if record is not None and record.get("kind") in _STAND_IN:
