@@ -66,6 +66,9 @@ class TurnLoop:
       in-memory history.
     - ``approve_tool``: asked before every tool call runs; allows, denies or rewrites it
       (see [`compaction.loop.approval`][]).
+    - ``memory_tools``: with a ``session``, offer the model ``recall`` (a message back by
+      the id a note or placeholder names) and ``search`` (earlier messages by their words:
+      what a compaction took out of view), both answered from the session's raw history.
     - ``**options``: model option overrides (``temperature=0.8``), recorded in the context.
 
     Every run reports itself through [`compaction.events`][] (``turn_started``,
@@ -91,6 +94,7 @@ class TurnLoop:
         compact_at: float | None = None,
         compact_to: float | None = None,
         approve_tool: ApproveTool | None = None,
+        memory_tools: bool = False,
         **options: Any,
     ) -> None:
         if not callable(model):
@@ -119,6 +123,13 @@ class TurnLoop:
                 raise TypeError(f"session must have {missing} (a compaction.sessions.Session)")
         self.model = model
         self.config = config
+        tools = list(tools)
+        if memory_tools:
+            # recall and search answered from the session's raw history: what a compaction
+            # took out of view stays reachable by id and by words.
+            if session is None or not hasattr(session, "search_tool"):
+                raise ValueError("memory_tools=True needs session= (a compaction Session)")
+            tools += [session.recall_tool(), session.search_tool()]
         self.tools = _tools(tools)
         self.session = session
         self.context: MutableMapping[str, Any]
