@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.memory.search import SearchIndex, fts_query
+from compaction.memory.search import SearchIndex, fts_queries
 from compaction.messages import Message, ToolCall
 from compaction.sessions import SessionStore
 
@@ -129,8 +129,9 @@ def test_any_query_is_words_never_fts_syntax(query: str) -> None:
     index.add([(0, Message("user", 'say "hello" NEAR(world) AND * OR -x ^'))])
     hits = index.search(query, 3)
     assert len(hits) <= 1
-    built = fts_query(query)
-    assert built is None or all(part.startswith('"') for part in built.split(" OR "))
+    for built in fts_queries(query):
+        for part in built.replace(" AND ", " OR ").split(" OR "):
+            assert part.startswith('"') and part.endswith('"') and part.count('"') == 2
 
 
 def test_a_huge_query_and_bad_limits(tmp_path: Path) -> None:
@@ -188,3 +189,49 @@ def test_a_turn_loop_offers_search_and_recall_from_its_session(tmp_path: Path) -
     assert seen["recall"].startswith("a.py: KeyError: 'tenant_id'")
     with pytest.raises(ValueError, match="session"):
         TurnLoop(model, [read], memory_tools=True)
+
+
+@pytest.mark.transcripts
+@pytest.mark.slow
+def test_every_fact_a_compaction_hid_is_found_in_the_top_three(tmp_path: Path) -> None:
+    """On every shared transcript, compacted to a quarter of its size: each probe fact (a
+    failing test id, an error name, an edited path, ...) the compacted messages no longer show
+    is found by searching for it, the message that held it among the first three hits."""
+    from compaction import TiktokenCounter, default_pipeline
+    from compaction.check import UnreadableLog, log_facts, run_text
+    from compaction.formats import load
+
+    from .conftest import transcript_files
+
+    files = transcript_files()
+    if not files:
+        pytest.skip("the shared transcripts are not present")
+    store = SessionStore(tmp_path)
+    counter = TiktokenCounter()
+    asked = found = 0
+    misses: list[str] = []
+    for n, path in enumerate(files):
+        messages = load(path).messages
+        try:
+            facts = log_facts(path, messages).asked
+        except UnreadableLog:
+            continue
+        session = store.open(f"t{n}")
+        session.add(list(messages))
+        stored = session.messages
+        target = max(1, counter.count_messages(stored) // 4)
+        view = default_pipeline(counter=counter).compact(stored, target=target).messages
+        session.set_view(view)
+        shown = run_text(view)
+        for fact in facts:
+            if fact.recovered(shown):
+                continue
+            asked += 1
+            hits = session.search(fact.answer, limit=3)
+            holders = {h.seq for h in hits if fact.recovered(run_text([stored[h.seq]]))}
+            if holders:
+                found += 1
+            else:
+                misses.append(f"{path.name}: {fact.kind} {fact.answer!r}")
+    assert asked > 20
+    assert not misses, f"{found}/{asked} found; missed: {misses[:10]}"

@@ -33,7 +33,14 @@ import attrs
 from ..messages import Message
 from .transcript import message_ref
 
-__all__ = ["MAX_QUERY_CHARS", "SearchHit", "SearchIndex", "fts_query", "render_hits"]
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "SearchHit",
+    "SearchIndex",
+    "fts_queries",
+    "fts_query",
+    "render_hits",
+]
 
 #: A query longer than this is cut: a model that pastes a whole file as its query is asking
 #: nothing a few words would not, and the FTS5 parser's work grows with the query.
@@ -71,16 +78,27 @@ def _text(message: Message) -> str:
     return "\n".join(parts)
 
 
-def fts_query(query: str) -> str | None:
-    """An FTS5 query from what a model typed: each word a quoted term, any of them matching
-    (ranked by how many and how rare), so no input is FTS5 syntax; None when it has no word."""
-    words = _WORD.findall(query[:MAX_QUERY_CHARS])
+def fts_queries(query: str) -> list[str]:
+    """The FTS5 queries for what a model typed, strictest first: its words as one phrase (a
+    test id, a command, a path match whole), then all of them anywhere, then any of them
+    (ranked by how many and how rare). Every word is quoted, so no input is FTS5 syntax;
+    empty when it has no word."""
+    words = [w.lower() for w in _WORD.findall(query[:MAX_QUERY_CHARS])][:32]
     if not words:
-        return None
-    seen: dict[str, None] = {}
-    for word in words:
-        seen.setdefault(word.lower(), None)
-    return " OR ".join(f'"{w}"' for w in list(seen)[:32])
+        return []
+    unique = list(dict.fromkeys(words))
+    queries = [" OR ".join(f'"{w}"' for w in unique)]
+    if len(unique) > 1:
+        queries.insert(0, " AND ".join(f'"{w}"' for w in unique))
+    if len(words) > 1:
+        queries.insert(0, '"' + " ".join(words) + '"')
+    return queries
+
+
+def fts_query(query: str) -> str | None:
+    """The loosest of [`fts_queries`][] (any word), or None when ``query`` has no word."""
+    queries = fts_queries(query)
+    return queries[-1] if queries else None
 
 
 class SearchIndex:
@@ -194,21 +212,26 @@ class SearchIndex:
         view, which the model can already read)."""
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"limit must be a positive int, got {limit!r}")
-        match = fts_query(query) if isinstance(query, str) else None
-        if match is None:
-            return []
         skip = set(exclude)
         wanted = min(limit, MAX_HITS)
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT docs.seq, docs.ref, docs.role, "
-                "snippet(fts, 0, '[', ']', ' ... ', 24), bm25(fts) "
-                "FROM fts JOIN docs ON docs.seq = fts.rowid WHERE fts MATCH ? "
-                "ORDER BY bm25(fts), docs.seq DESC LIMIT ?",
-                (match, wanted + len(skip)),
-            ).fetchall()
-        hits = [SearchHit(r[1], r[0], r[2], r[3], r[4]) for r in rows if r[0] not in skip]
-        return hits[:wanted]
+        hits: list[SearchHit] = []
+        taken: set[int] = set()
+        for match in fts_queries(query) if isinstance(query, str) else []:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT docs.seq, docs.ref, docs.role, "
+                    "snippet(fts, 0, '[', ']', ' ... ', 24), bm25(fts) "
+                    "FROM fts JOIN docs ON docs.seq = fts.rowid WHERE fts MATCH ? "
+                    "ORDER BY bm25(fts), docs.seq DESC LIMIT ?",
+                    (match, wanted + len(skip) + len(taken)),
+                ).fetchall()
+            for seq, ref, role, snippet, score in rows:
+                if seq not in skip and seq not in taken and len(hits) < wanted:
+                    taken.add(seq)
+                    hits.append(SearchHit(ref, seq, role, snippet, score))
+            if len(hits) >= wanted:
+                break
+        return hits
 
 
 def render_hits(query: str, hits: Sequence[SearchHit]) -> str:

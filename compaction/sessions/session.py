@@ -332,10 +332,14 @@ class Session:
             index.sync([e.message for e in entries], history.first_seq)
             shown: set[int] = set()
             if not include_view:
-                view = self.view()
-                kept = {id(m) for m in view}
-                ids = {m.id for m in view if m.id is not None}
-                shown = {e.seq for e in entries if id(e.message) in kept or e.message.id in ids}
+                # Shown whole: the same message, not a cut or placeholder standing for it
+                # (what a compaction cut is searchable too).
+                whole = {(m.id, m.content, m.tool_calls) for m in self.view()}
+                shown = {
+                    e.seq
+                    for e in entries
+                    if (e.message.id, e.message.content, e.message.tool_calls) in whole
+                }
         return index.search(query, limit, exclude=shown)
 
     def _index(self, history: History) -> SearchIndex:
