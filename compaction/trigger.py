@@ -299,6 +299,47 @@ class Compactor(_ConversationView):
         )
         return self._commit(plan, plan.request, plan.tokens)
 
+    def handoff(self, messages: Sequence[Message]) -> Any:
+        """Hand off to a fresh window: the model called ``new_context`` (see
+        [`compaction.handoff`][]). ``messages`` is the agent's list ending with that call;
+        append the returned [`Handoff.result`][compaction.handoff.Handoff] to it, and from the
+        next [`before_call`][] on the request is the handoff's followed by what the agent
+        appends. Raises [`HandoffRefused`][compaction.handoff.HandoffRefused] (answer the
+        call with its message) while another tool call is unanswered."""
+        from .handoff import handoff
+
+        made = handoff(messages)
+        agent = list(messages)
+        if not any(m is made.result for m in agent):
+            agent.append(made.result)
+        before = self.counter.count_messages(agent)
+        tokens = self.counter.count_messages(made.messages)
+        labels = {**self.labels, "context_size": before + self.tool_tokens, "window": self.window}
+        plan = _Plan(
+            agent,
+            made.messages,
+            tokens,
+            0,
+            tokens + self.tool_tokens,
+            False,
+            False,
+            self.target,
+            labels,
+        )
+        self._anchor = None
+        self.stats.compactions += 1
+        self._commit(plan, made.messages, tokens)
+        log.info("trigger.handed_off", replaced=made.replaced, restored=len(made.restored))
+        events.handed_off.send(
+            self,
+            replaced=made.replaced,
+            restored=made.restored,
+            before=before,
+            after=tokens,
+            labels=labels,
+        )
+        return made
+
     def before_call(self, messages: Sequence[Message], usage: Any = None) -> Sequence[Message]:
         """The messages to send for the next model call.
 
