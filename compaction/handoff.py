@@ -47,20 +47,23 @@ __all__ = [
 ]
 
 NEW_CONTEXT: Final = "new_context"
-NEW_CONTEXT_SPEC: Final = {
+NEW_CONTEXT_DESCRIPTION: Final = (
+    "Start a fresh context window at a task boundary. Pass a short note of where things "
+    "stand (what is done, what is next, anything you will need). The next request keeps "
+    "the system prompt, the task, the person's rules and a record of the work; earlier "
+    "messages stay reachable with 'search' and 'recall'."
+)
+NEW_CONTEXT_PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"note": {"type": "string", "description": "Where things stand."}},
+    "required": ["note"],
+    "additionalProperties": False,
+}
+#: The ``new_context`` tool as a provider-neutral function spec.
+NEW_CONTEXT_SPEC: Final[dict[str, Any]] = {
     "name": NEW_CONTEXT,
-    "description": (
-        "Start a fresh context window at a task boundary. Pass a short note of where things "
-        "stand (what is done, what is next, anything you will need). The next request keeps "
-        "the system prompt, the task, the person's rules and a record of the work; earlier "
-        "messages stay reachable with 'search' and 'recall'."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {"note": {"type": "string", "description": "Where things stand."}},
-        "required": ["note"],
-        "additionalProperties": False,
-    },
+    "description": NEW_CONTEXT_DESCRIPTION,
+    "parameters": NEW_CONTEXT_PARAMETERS,
 }
 #: What the ``new_context`` tool answers when the handoff was made.
 DONE: Final = "New context started: earlier messages were set aside (search and recall reach them)."

@@ -109,3 +109,45 @@ def test_through_the_trigger_the_agent_keeps_appending() -> None:
     validate(request)
     assert seen and seen[0]["restored"] == made.restored
     assert seen[0]["replaced"] == made.replaced and seen[0]["after"] < seen[0]["before"]
+
+
+def test_a_turn_loop_hands_off_when_the_model_asks(tmp_path: object) -> None:
+    from compaction.loop import TurnLoop
+    from compaction.sessions import SessionStore
+
+    session = SessionStore(tmp_path).open("agent")  # type: ignore[arg-type]
+
+    def bash(command: str) -> str:
+        """Run a command."""
+        return f"$ {command}\n" + "output line\n" * 40
+
+    script = iter(
+        [
+            Message(
+                "assistant",
+                "",
+                tool_calls=(ToolCall(f"b{i}", "bash", json.dumps({"command": f"make step{i}"})),),
+            )
+            for i in range(4)
+        ]
+        + [_ask("Step work done; next: write the report.", "h1")]
+    )
+    requests: list[tuple[Message, ...]] = []
+
+    def model(messages: tuple[Message, ...], tools: object = None) -> Message:
+        requests.append(messages)
+        return next(script, Message("assistant", "Report written."))
+
+    loop = TurnLoop(model, [bash], session=session, window=100_000, handoff=True)
+    loop.run("Build it. Never deploy on Fridays.")
+    last = requests[-1]
+    assert [m.role for m in last[:2]] == ["user", "user"]
+    assert last[0].content == "Build it. Never deploy on Fridays."
+    assert last[1].meta["compaction"]["strategy"] == "handoff"
+    assert "$ make step0" not in " ".join(m.content for m in last)  # its output set aside
+    assert last[-1].role == "tool" and last[-1].content.startswith("New context started")
+    # The session keeps the whole raw history, and its stored view is the handoff's.
+    assert any("make step0" in (c.arguments) for m in session.messages for c in m.tool_calls)
+    assert session.view()[1].meta["compaction"]["strategy"] == "handoff"
+    with pytest.raises(ValueError, match="window"):
+        TurnLoop(model, [bash], handoff=True)
