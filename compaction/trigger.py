@@ -130,8 +130,10 @@ class Compactor(_ConversationView):
     compaction must save to be taken (capped at half the gap between the marks);
     ``strict_floor`` (with the default pipeline) keeps an over-target result rather than
     cutting protected messages to fit; ``policy`` decides when to compact in place of the
-    fixed ``compact_at`` mark ([`compaction.pricing.cache_policy.CacheAware`][]). See the module
-    docstring for the contract.
+    fixed ``compact_at`` mark ([`compaction.pricing.cache_policy.CacheAware`][]);
+    ``background`` a [`Background`][compaction.background.Background] that starts the ladder's
+    model summary early, off the turn, and swaps it in when ready (the call itself then runs
+    only the free layers). See the module docstring for the contract.
     """
 
     def __init__(
@@ -147,6 +149,7 @@ class Compactor(_ConversationView):
         min_saving: float = 0.05,
         strict_floor: bool = False,
         policy: Any = None,
+        background: Any = None,
     ) -> None:
         if pipeline is None:
             pipeline = default_pipeline(counter=counter, strict_floor=strict_floor)
@@ -203,6 +206,11 @@ class Compactor(_ConversationView):
         self.policy = policy
         if policy is not None:
             policy.attach(self)
+        #: A [`Background`][compaction.background.Background] that runs the ladder's summary
+        #: early, off the turn, and swaps it in later (None: every compaction runs in the call).
+        self.background = background
+        if background is not None:
+            background.attach(self)
         # One warning per conversation about implausible usage, not one per call.
         self._usage_warned = False
         self.reset()
@@ -299,6 +307,20 @@ class Compactor(_ConversationView):
         )
         return self._commit(plan, plan.request, plan.tokens)
 
+    def _ladder(self) -> CompactionPipeline:
+        """The ladder a call runs: the whole one, or only its free layers while a background
+        summary is coming (the call must not wait for a model)."""
+        background = self.background
+        if background is not None and background.free is not None:
+            free: CompactionPipeline = background.free
+            return free
+        return self.pipeline
+
+    def close(self) -> None:
+        """Stop a background summary (see ``background``); nothing to do without one."""
+        if self.background is not None:
+            self.background.close()
+
     def handoff(self, messages: Sequence[Message]) -> Any:
         """Hand off to a fresh window: the model called ``new_context`` (see
         [`compaction.handoff`][]). ``messages`` is the agent's list ending with that call;
@@ -351,11 +373,17 @@ class Compactor(_ConversationView):
         if self.policy is not None:
             self.policy.adjust(self, plan)
         self.last_result = None
+        background = self.background
+        if background is not None:
+            swapped = background.swap(self, plan)
+            if swapped is not None:
+                return swapped
+            background.maybe_start(self, plan)
         if not plan.compact:
             return self._commit(plan, plan.request, plan.tokens)
         started = time.monotonic()
         try:
-            result = self.pipeline.compact(
+            result = self._ladder().compact(
                 plan.request,
                 target=plan.target,
                 limit=self._limit(plan),
@@ -374,11 +402,17 @@ class Compactor(_ConversationView):
         if self.policy is not None:
             self.policy.adjust(self, plan)
         self.last_result = None
+        background = self.background
+        if background is not None:
+            swapped = background.swap(self, plan)
+            if swapped is not None:
+                return swapped
+            background.maybe_start(self, plan, asynchronous=True)
         if not plan.compact:
             return self._commit(plan, plan.request, plan.tokens)
         started = time.monotonic()
         try:
-            result = await self.pipeline.acompact(
+            result = await self._ladder().acompact(
                 plan.request,
                 target=plan.target,
                 limit=self._limit(plan),
