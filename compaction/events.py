@@ -88,6 +88,7 @@ __all__ = [
     "compacted",
     "duration",
     "failed",
+    "handed_off",
     "layer_added",
     "layer_entered",
     "layer_exited",
@@ -143,6 +144,12 @@ compacted = namespace.signal(
 duration = namespace.signal("compaction.duration", doc="Time spent in a run or a strategy.")
 failed = namespace.signal("compaction.failed", doc="Something raised; the conversation is kept.")
 summarized = namespace.signal("compaction.summarized", doc="One summariser call, with its cost.")
+#: Sent by a [`Compactor`][compaction.trigger.Compactor] when the model handed off to a fresh
+#: window (``new_context``): replaced (messages set aside), restored (the person's rules the
+#: model's note left out, shown from the ledger), before, after (tokens), labels.
+handed_off = namespace.signal(
+    "compaction.handed_off", doc="The model started a fresh window; what its note left out."
+)
 
 layer_added = namespace.signal(
     "compaction.layer_added", doc="`use` or `run` added a layer to a pipeline."

@@ -130,8 +130,10 @@ class Compactor(_ConversationView):
     compaction must save to be taken (capped at half the gap between the marks);
     ``strict_floor`` (with the default pipeline) keeps an over-target result rather than
     cutting protected messages to fit; ``policy`` decides when to compact in place of the
-    fixed ``compact_at`` mark ([`compaction.pricing.cache_policy.CacheAware`][]). See the module
-    docstring for the contract.
+    fixed ``compact_at`` mark ([`compaction.pricing.cache_policy.CacheAware`][]);
+    ``background`` a [`Background`][compaction.background.Background] that starts the ladder's
+    model summary early, off the turn, and swaps it in when ready (the call itself then runs
+    only the free layers). See the module docstring for the contract.
     """
 
     def __init__(
@@ -147,6 +149,7 @@ class Compactor(_ConversationView):
         min_saving: float = 0.05,
         strict_floor: bool = False,
         policy: Any = None,
+        background: Any = None,
     ) -> None:
         if pipeline is None:
             pipeline = default_pipeline(counter=counter, strict_floor=strict_floor)
@@ -203,6 +206,11 @@ class Compactor(_ConversationView):
         self.policy = policy
         if policy is not None:
             policy.attach(self)
+        #: A [`Background`][compaction.background.Background] that runs the ladder's summary
+        #: early, off the turn, and swaps it in later (None: every compaction runs in the call).
+        self.background = background
+        if background is not None:
+            background.attach(self)
         # One warning per conversation about implausible usage, not one per call.
         self._usage_warned = False
         self.reset()
@@ -336,6 +344,61 @@ class Compactor(_ConversationView):
         )
         return self._commit(plan, plan.request, plan.tokens)
 
+    def _ladder(self) -> CompactionPipeline:
+        """The ladder a call runs: the whole one, or only its free layers while a background
+        summary is coming (the call must not wait for a model)."""
+        background = self.background
+        if background is not None and background.free is not None:
+            free: CompactionPipeline = background.free
+            return free
+        return self.pipeline
+
+    def close(self) -> None:
+        """Stop a background summary (see ``background``); nothing to do without one."""
+        if self.background is not None:
+            self.background.close()
+
+    def handoff(self, messages: Sequence[Message]) -> Any:
+        """Hand off to a fresh window: the model called ``new_context`` (see
+        [`compaction.handoff`][]). ``messages`` is the agent's list ending with that call;
+        append the returned [`Handoff.result`][compaction.handoff.Handoff] to it, and from the
+        next [`before_call`][] on the request is the handoff's followed by what the agent
+        appends. Raises [`HandoffRefused`][compaction.handoff.HandoffRefused] (answer the
+        call with its message) while another tool call is unanswered."""
+        from .handoff import handoff
+
+        made = handoff(messages)
+        agent = list(messages)
+        if not any(m is made.result for m in agent):
+            agent.append(made.result)
+        before = self.counter.count_messages(agent)
+        tokens = self.counter.count_messages(made.messages)
+        labels = {**self.labels, "context_size": before + self.tool_tokens, "window": self.window}
+        plan = _Plan(
+            agent,
+            made.messages,
+            tokens,
+            0,
+            tokens + self.tool_tokens,
+            False,
+            False,
+            self.target,
+            labels,
+        )
+        self._anchor = None
+        self.stats.compactions += 1
+        self._commit(plan, made.messages, tokens)
+        log.info("trigger.handed_off", replaced=made.replaced, restored=len(made.restored))
+        events.handed_off.send(
+            self,
+            replaced=made.replaced,
+            restored=made.restored,
+            before=before,
+            after=tokens,
+            labels=labels,
+        )
+        return made
+
     def before_call(self, messages: Sequence[Message], usage: Any = None) -> Sequence[Message]:
         """The messages to send for the next model call.
 
@@ -347,11 +410,17 @@ class Compactor(_ConversationView):
         if self.policy is not None:
             self.policy.adjust(self, plan)
         self.last_result = None
+        background = self.background
+        if background is not None:
+            swapped = background.swap(self, plan)
+            if swapped is not None:
+                return swapped
+            background.maybe_start(self, plan)
         if not plan.compact:
             return self._commit(plan, plan.request, plan.tokens)
         started = time.monotonic()
         try:
-            result = self.pipeline.compact(
+            result = self._ladder().compact(
                 plan.request,
                 target=plan.target,
                 limit=self._limit(plan),
@@ -370,11 +439,17 @@ class Compactor(_ConversationView):
         if self.policy is not None:
             self.policy.adjust(self, plan)
         self.last_result = None
+        background = self.background
+        if background is not None:
+            swapped = background.swap(self, plan)
+            if swapped is not None:
+                return swapped
+            background.maybe_start(self, plan, asynchronous=True)
         if not plan.compact:
             return self._commit(plan, plan.request, plan.tokens)
         started = time.monotonic()
         try:
-            result = await self.pipeline.acompact(
+            result = await self._ladder().acompact(
                 plan.request,
                 target=plan.target,
                 limit=self._limit(plan),

@@ -98,10 +98,25 @@ class Tool:
         return {"type": "function", "function": function}
 
 
+def _from_spec(item: Any) -> Tool | None:
+    """A tool object that states its own spec (a session's ``recall_tool()`` or
+    ``search_tool()``: ``name``, ``description``, ``parameters`` and a callable) as a Tool,
+    so its schema is the one it states rather than one read from its signature."""
+    spec = getattr(item, "spec", None)
+    if not isinstance(spec, Mapping) or not callable(item):
+        return None
+    return Tool(
+        name=str(spec["name"]),
+        function=item,
+        description=str(spec.get("description", "")),
+        parameters=dict(spec.get("parameters", {"type": "object", "properties": {}})),
+    )
+
+
 def _tools(tools: Iterable[Tool | Callable[..., Any]]) -> dict[str, Tool]:
     table: dict[str, Tool] = {}
     for item in tools:
-        made = item if isinstance(item, Tool) else Tool.from_function(item)
+        made = item if isinstance(item, Tool) else (_from_spec(item) or Tool.from_function(item))
         if made.name in table:
             raise ValueError(f"two tools are named {made.name!r}; tool names must be unique")
         table[made.name] = made

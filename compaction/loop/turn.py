@@ -27,6 +27,7 @@ from .approval import ApproveTool
 from .calls import Step, _drive, _is_async, _signature_options, notify
 from .config import LoopConfig
 from .context import ContextChange, _apply, _diff
+from .handoffs import hand_off, new_context_tool
 from .history import History, frame
 from .results import LoopResult, _Turn
 from .tools import Tool, _tools
@@ -66,6 +67,13 @@ class TurnLoop:
       in-memory history.
     - ``approve_tool``: asked before every tool call runs; allows, denies or rewrites it
       (see [`compaction.loop.approval`][]).
+    - ``memory_tools``: with a ``session``, offer the model ``recall`` (a message back by
+      the id a note or placeholder names) and ``search`` (earlier messages by their words:
+      what a compaction took out of view), both answered from the session's raw history.
+    - ``handoff``: offer the model ``new_context`` (needs a window): at a task boundary it
+      may start a fresh window with a note; the next request holds the system prompt, the
+      task, the ledger (the person's rules verbatim) and the note (see
+      [`compaction.handoff`][]).
     - ``**options``: model option overrides (``temperature=0.8``), recorded in the context.
 
     Every run reports itself through [`compaction.events`][] (``turn_started``,
@@ -91,6 +99,8 @@ class TurnLoop:
         compact_at: float | None = None,
         compact_to: float | None = None,
         approve_tool: ApproveTool | None = None,
+        memory_tools: bool = False,
+        handoff: bool = False,
         **options: Any,
     ) -> None:
         if not callable(model):
@@ -119,7 +129,18 @@ class TurnLoop:
                 raise TypeError(f"session must have {missing} (a compaction.sessions.Session)")
         self.model = model
         self.config = config
+        tools = list(tools)
+        if memory_tools:
+            # recall and search answered from the session's raw history: what a compaction
+            # took out of view stays reachable by id and by words.
+            if session is None or not hasattr(session, "search_tool"):
+                raise ValueError("memory_tools=True needs session= (a compaction Session)")
+            tools += [session.recall_tool(), session.search_tool()]
+        if handoff:
+            tools.append(new_context_tool())
         self.tools = _tools(tools)
+        # new_context calls already handed off (a retried turn must not hand off twice).
+        self._handed: set[str] = set()
         self.session = session
         self.context: MutableMapping[str, Any]
         if session is not None:
@@ -156,6 +177,8 @@ class TurnLoop:
                 labels={"agent": config.name},
             )
         self.compactor = compactor
+        if handoff and compactor is None:
+            raise ValueError("handoff=True needs a window (or a compactor) to hand off in")
         self.options: dict[str, Any] = {**config.model_options, **options}
         self._check_options(self.options)
         # Overrides given when building the loop are the run's settings: recorded in the
@@ -228,6 +251,8 @@ class TurnLoop:
         if compactor is None:
             return tuple(messages)
         compactions = compactor.stats.compactions
+        if "new_context" in self.tools:
+            hand_off(compactor, messages, self._handed, self.config.name)
         if sync:
             request = tuple(compactor.before_call(messages, usage))
         else:

@@ -21,7 +21,7 @@ class Recalls(Protocol):
     def recall(self, ref: str) -> Message | None: ...
 
 
-__all__ = ["RecallTool", "render_recalled"]
+__all__ = ["RecallTool", "SearchTool", "render_recalled"]
 
 DESCRIPTION: Final = (
     "Look up the full original text of an earlier message of this conversation that was "
@@ -93,3 +93,65 @@ class RecallTool:
 
     def __repr__(self) -> str:
         return f"<RecallTool for session {self._session.name!r}>"
+
+
+class Searches(Protocol):
+    """What the search tool needs from a session."""
+
+    name: str
+
+    def search(self, query: str, limit: int = 5) -> Any: ...
+
+
+SEARCH_DESCRIPTION: Final = (
+    "Search the earlier messages of this conversation that were summarised, shortened or "
+    "removed to save space. Pass a few words (an error name, a file, a test id); you get "
+    "snippets with message ids, and 'recall' gives a message back whole."
+)
+SEARCH_PARAMETERS: Final = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "description": "Words to look for."},
+        "limit": {"type": "integer", "description": "At most this many results (default 5)."},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+class SearchTool(RecallTool):
+    """``search`` as a tool: the spec, and the callable answering with ranked snippets."""
+
+    name: Final = "search"  # type: ignore[misc]
+    description: Final = SEARCH_DESCRIPTION  # type: ignore[misc]
+
+    def __init__(self, session: Searches) -> None:
+        self._searcher = session
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return json.loads(json.dumps(SEARCH_PARAMETERS))
+
+    def __call__(self, query: str, limit: int = 5) -> str:  # type: ignore[override]
+        """The matching earlier messages as text for the model (ids for ``recall``)."""
+        from ..memory.search import MAX_HITS, render_hits
+
+        if not isinstance(query, str):
+            return 'search needs a "query" argument (a string)'
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            limit = 5
+        return render_hits(query, self._searcher.search(query, min(limit, MAX_HITS)))
+
+    def invoke(self, arguments: str | Mapping[str, Any]) -> str:
+        """Answer a tool call's ``arguments`` (JSON text or a mapping)."""
+        if isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments or "{}")
+            except (json.JSONDecodeError, RecursionError):
+                return 'search needs JSON arguments like {"query": "..."}'
+        if not isinstance(arguments, Mapping) or not isinstance(arguments.get("query"), str):
+            return 'search needs a "query" argument (a string)'
+        return self(arguments["query"], arguments.get("limit", 5))
+
+    def __repr__(self) -> str:
+        return f"<SearchTool for session {self._searcher.name!r}>"

@@ -29,6 +29,7 @@ import attrs
 
 from .._atomic import write_atomic
 from .._log import log
+from ..memory.search import SearchHit, SearchIndex
 from ..memory.transcript import is_compaction_output, message_ref, provenance
 from ..messages import Message
 from .archive import dump_archive
@@ -38,7 +39,7 @@ from .errors import SessionFormatError
 from .formatting import format_history
 from .history import Entry, History
 from .mapping import SessionMapping
-from .recall import RecallTool
+from .recall import RecallTool, SearchTool
 
 __all__ = ["Session"]
 
@@ -59,6 +60,8 @@ class Session:
         # was computed from (see set_view).
         self._seen: str | None = None
         self._mutex = threading.RLock()
+        # The search index, opened on the first search (see search()).
+        self._search: SearchIndex | None = None
         self.global_context = SessionMapping(self, "context", "global context")
         self.state = SessionMapping(self, "state", "state")
         self.metadata = SessionMapping(self, "metadata", "metadata")
@@ -311,6 +314,49 @@ class Session:
     def recall_tool(self) -> RecallTool:
         """``recall`` as a tool for the model: ``.spec``/``.openai()`` and a callable."""
         return RecallTool(self)
+
+    def search(self, query: str, limit: int = 5, *, include_view: bool = False) -> list[SearchHit]:
+        """The messages of this session's raw history that match ``query`` (words, any of
+        them), best first, each with a snippet and the id [`recall`][] takes. By default only
+        what the current view no longer shows whole (what a compaction took out of view, or
+        cut): the model can read the rest already. ``include_view=True`` searches it all.
+
+        The index is SQLite FTS5 ([`compaction.memory.search`][]): a file beside the journal
+        for a store on files (brought up to date with each search, rebuilt when missing,
+        torn or of another generation of the history), in memory for other stores. It holds
+        this session's messages only."""
+        with self._mutex:
+            history = self._refresh()
+            index = self._index(history)
+            entries = history.entries
+            index.sync([e.message for e in entries], history.first_seq)
+            shown: set[int] = set()
+            if not include_view:
+                # Shown whole: the same message, not a cut or placeholder standing for it
+                # (what a compaction cut is searchable too).
+                whole = {(m.id, m.content, m.tool_calls) for m in self.view()}
+                shown = {
+                    e.seq
+                    for e in entries
+                    if (e.message.id, e.message.content, e.message.tool_calls) in whole
+                }
+        return index.search(query, limit, exclude=shown)
+
+    def _index(self, history: History) -> SearchIndex:
+        generation = history.epoch or ""
+        index = self._search
+        if index is None or index.generation != generation:
+            if index is not None:
+                index.close()
+            folder = self.backend.path(self.name)
+            path = folder / "search.sqlite" if folder is not None and folder.is_dir() else None
+            index = SearchIndex(path, generation=generation)
+            self._search = index
+        return index
+
+    def search_tool(self) -> SearchTool:
+        """``search`` as a tool for the model, beside [`recall_tool`][]."""
+        return SearchTool(self)
 
     # -- presentation and export -------------------------------------------------------------
 
