@@ -95,7 +95,7 @@ def test_bad_pricing_options_are_one_clear_line(capsys, log, tmp_path):
     bad.write_text("[models.x]\ninput = 1\n", encoding="utf-8")
     cases = [
         (["--price", "no-such-model"], "no price for model 'no-such-model'"),
-        (["--price", "x", "--prices", str(bad)], f"{bad}: model 'x': field 'cache'"),
+        (["--price", "x", "--prices", str(bad)], f"{bad}:1: model 'x': field 'cache'"),
         (["--prices", str(bad)], "--prices FILE needs --price MODEL"),
         (["--policy", "cache-aware"], "--policy cache-aware needs --price"),
         (["--price", "claude-sonnet-4-5", "--ttl", "60"], "no cache-write price for a 60s TTL"),

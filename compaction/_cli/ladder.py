@@ -13,6 +13,9 @@ __all__ = ["DEFAULT_LADDER", "build_counter", "build_ladder", "counter_label"]
 #: ends the run; a cut, marked and recallable, does not).
 DEFAULT_LADDER = ("tool_results", "sliding_window", "summary", "fit")
 
+#: A ladder file is a few lines; anything bigger is not one.
+MAX_CONFIG_BYTES = 1 << 20
+
 
 def build_counter(kind: str, encoding: str | None) -> Any:
     """The counter ``--counter``/``--encoding`` ask for."""
@@ -45,10 +48,10 @@ def build_ladder(ladder: str | None, config: str | None, counter: Any) -> Any:
     so ``--ladder tool_results`` alone is a valid one-layer ladder.
     """
     from ..pipeline import CompactionPipeline
-    from ..registry import load_ladder, registry
+    from ..registry import registry
 
     if config:
-        pipeline = load_ladder(config)
+        pipeline = _load_config(config)
         if not pipeline.strategies:
             raise CliError(f"{config}: the ladder has no strategies")
         return pipeline
@@ -62,6 +65,19 @@ def build_ladder(ladder: str | None, config: str | None, counter: Any) -> Any:
         pipeline.use(key)
     pipeline.run(keys[-1])
     return pipeline
+
+
+def _load_config(path: str) -> Any:
+    """The ladder in the TOML file ``path``: a regular file (never a device, a FIFO or a
+    symlink) of at most ``MAX_CONFIG_BYTES``; every problem names the file."""
+    from .._reading import TomlError, parse_toml, read_regular
+    from ..registry import ConfigError, ladder_from_config
+
+    data = read_regular(path, MAX_CONFIG_BYTES, "ladder file")
+    try:
+        return ladder_from_config(parse_toml(data))
+    except (TomlError, ConfigError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def ladder_names(pipeline: Any) -> list[str]:
