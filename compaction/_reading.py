@@ -73,8 +73,8 @@ def read_regular(path: str | os.PathLike[str], limit: int, what: str = "file") -
                 errno.ELOOP,
             ) from None
         raise
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
+    try:
+        st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             kind = next((name for test, name in _KINDS if test(st.st_mode)), "not a file")
             raise InputFileError(path, f"is {kind}, not a regular file; refusing to read it")
@@ -84,6 +84,10 @@ def read_regular(path: str | os.PathLike[str], limit: int, what: str = "file") -
                 f"too big for a {what}: {st.st_size:,} bytes, at most {_size(limit)}",
                 errno.EFBIG,
             )
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as f:
         # The descriptor stays non-blocking, which a regular file ignores.
         data = f.read(limit + 1)
     if len(data) > limit:

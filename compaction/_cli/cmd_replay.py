@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
 from .inputs import STDIO, Source, load
@@ -57,7 +59,7 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
         "compact_to": math.floor(options["compact_to"] * window),
         "fits": all(c["tokens_sent"] <= window for c in calls),
         "calls": calls,
-        "totals": _totals(ReplayTotals.of(records)),
+        "totals": _totals(ReplayTotals.of(records), priced=price is not None),
     }
     if price is not None:
         report["price"] = _price_info(price, compactor, options)
@@ -91,7 +93,13 @@ def _record(r: Any) -> dict[str, Any]:
     }
 
 
-def _totals(t: Any) -> dict[str, Any]:
+def _totals(t: Any, *, priced: bool = False) -> dict[str, Any]:
+    """The totals of a report; a priced replay always carries its cost, zero when the
+    transcript holds no model call (a session that ended before the first answer)."""
+    from ..pricing.cost import CostTotals
+
+    if priced and t.cost is None:
+        t = attrs.evolve(t, cost=CostTotals(), baseline=CostTotals())
     return {
         "calls": t.calls,
         "compactions": t.compactions,

@@ -36,7 +36,7 @@ __all__ = [
 SUFFIXES = (".json", ".jsonl", ".traj")
 
 #: The largest transcript read (its parsed form takes several times this in memory).
-MAX_TRANSCRIPT_BYTES: Final = 1024 * MIB
+MAX_TRANSCRIPT_BYTES: Final = 512 * MIB
 
 
 #: The name ``-`` stands for: read stdin, write stdout.

@@ -78,5 +78,5 @@ def genai_prices(name: str, provider: str | None = None) -> dict[str, Any] | Non
         "output": out,
         "cache_read": _value(prices, "cache_read_mtok"),
         "cache_write": writes,
-        "source": f"genai-prices {package.__version__}" + (f" ({urls[0]})" if urls else ""),
+        "source": f"genai-prices {package.__version__}" + (f", {urls[0]}" if urls else ""),
     }
