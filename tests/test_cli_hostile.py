@@ -335,7 +335,7 @@ def _hostile_inputs(tmp_path: Path) -> dict[str, Path]:
     os.mkfifo(fifo)  # no writer: a read of it would block for ever
     links = {"symlink to /dev/zero": "/dev/zero", "symlink to a FIFO": fifo,
              "symlink to a good file": good}  # fmt: skip
-    for n, (name, target) in enumerate(links.items()):
+    for n, target in enumerate(links.values()):
         (tmp_path / f"link{n}.json").symlink_to(target)
     deep = tmp_path / "deep.json"
     deep.write_text(_deep(100_000))
