@@ -69,7 +69,8 @@ def _cost(c: Any) -> dict[str, Any] | None:
         "cache_write": c.cache_write,
         "uncached": c.uncached,
         "output": c.output,
-        "usd": round(c.cost, 6),
+        "usd": round(c.cost, 6),  # the summariser's calls included
+        "summary_usd": round(c.summary, 6),
     }
 
 

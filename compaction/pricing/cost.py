@@ -39,6 +39,8 @@ class CallCost:
 
     ``cache_read + cache_write + uncached`` is the request's size; ``warm`` says whether a live
     cache entry matched the start of the request (even one too short to be billed as a read).
+    ``summary`` is what the summariser's model calls made for this call's compaction cost
+    (a priced replay fills it in); it is part of ``cost``, since the run paid for it.
     """
 
     cache_read: int
@@ -47,6 +49,7 @@ class CallCost:
     output: int
     cost: float
     warm: bool
+    summary: float = 0.0
 
     @property
     def input_tokens(self) -> int:
@@ -55,7 +58,8 @@ class CallCost:
 
 @attrs.frozen(slots=True)
 class CostTotals:
-    """The sum of many [`CallCost`][] (``calls`` of them)."""
+    """The sum of many [`CallCost`][] (``calls`` of them); ``cost`` includes ``summary``,
+    the summariser's calls."""
 
     calls: int = 0
     cache_read: int = 0
@@ -63,6 +67,7 @@ class CostTotals:
     uncached: int = 0
     output: int = 0
     cost: float = 0.0
+    summary: float = 0.0
 
     @classmethod
     def of(cls, costs: Iterable[CallCost | None]) -> CostTotals:
@@ -74,6 +79,7 @@ class CostTotals:
             uncached=sum(c.uncached for c in present),
             output=sum(c.output for c in present),
             cost=sum(c.cost for c in present),
+            summary=sum(c.summary for c in present),
         )
 
 
