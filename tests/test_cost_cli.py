@@ -62,9 +62,8 @@ def test_json_carries_the_cost_per_call(capsys, log):
     assert code == 0
     report = json.loads(out)
     calls = report["calls"]
-    assert all(
-        set(c["cost"]) == {"cache_read", "cache_write", "uncached", "output", "usd"} for c in calls
-    )
+    keys = {"cache_read", "cache_write", "uncached", "output", "usd", "summary_usd"}
+    assert all(set(c["cost"]) == keys for c in calls)
     assert all(c["cost"]["cache_write"] == 0 for c in calls)  # OpenAI charges no write
     total = report["totals"]
     assert round(sum(c["cost"]["usd"] for c in calls), 4) == round(total["cost"]["usd"], 4)
