@@ -37,7 +37,7 @@ from . import events
 from .messages import Message
 from .pricing.cost import CacheMeter, CallCost, CostTotals
 from .pricing.prices import Price
-from .pricing.recorded import call_time, recorded_usage
+from .pricing.recorded import call_time, check_order, recorded_usage
 from .trigger import Compactor
 
 __all__ = ["ReplayRecord", "ReplayTotals", "replay"]
@@ -92,7 +92,8 @@ class ReplayTotals:
     ``cache_share`` is the share of all tokens sent that were an unchanged prefix of the
     previous request; ``strategies`` counts how often each strategy applied. A priced
     replay adds ``cost`` and ``baseline`` ([`CostTotals`][compaction.pricing.cost.CostTotals],
-    compacted, the summariser's calls included, and with no compaction) and ``baseline_max_tokens``, the largest uncompacted request.
+    compacted, the summariser's calls included, and with no compaction) and
+    ``baseline_max_tokens``, the largest uncompacted request.
     """
 
     calls: int
@@ -247,6 +248,7 @@ class _Meters:
         self.running = 0  # local count of msgs[:done]
         self.done = 0
         self.at = 0.0
+        self.recorded: float | None = None  # the last time the log recorded
         self.summaries: list[tuple[int, int]] = []
         # The policy (cache-aware trigger) is told the transcript's time of every call.
         self.policy = getattr(compactor, "policy", None)
@@ -264,6 +266,8 @@ class _Meters:
         if at is None:
             at, timed = (self.at + self.cadence if call else 0.0), False
         else:
+            check_order(self.msgs[index], at, self.recorded)
+            self.recorded = at
             timed = True
         self.at = at
         if self.policy is not None and hasattr(self.policy, "tick"):

@@ -28,6 +28,7 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
     """The report for one file (run in a worker process with ``-j``)."""
     import math
 
+    from ..pricing.recorded import RecordedUsageError
     from ..replay import ReplayTotals, replay
 
     counter = cached("counter", options["counter"], options["encoding"])
@@ -39,16 +40,19 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
         pipeline, options, counter, tools if isinstance(tools, list) else None, str(source.path)
     )
     price = _price(options)
-    records = list(
-        replay(
-            loaded.messages,
-            compactor,
-            price=price,
-            ttl=options["ttl"],
-            cadence=options["cadence"],
-            overhead=options["overhead"],
+    try:
+        records = list(
+            replay(
+                loaded.messages,
+                compactor,
+                price=price,
+                ttl=options["ttl"],
+                cadence=options["cadence"],
+                overhead=options["overhead"],
+            )
         )
-    )
+    except RecordedUsageError as exc:  # what the log recorded cannot be true
+        raise CliError(f"{source.path}: {exc}") from None
     calls = [_record(r) for r in records]
     report = {
         "file": str(source.path),

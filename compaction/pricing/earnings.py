@@ -51,7 +51,9 @@ def earnings(records: Sequence[ReplayRecord], price: Price) -> list[Earning]:
             continue
         output_cost = first.cost.output * price.output / 1e6
         call_cost = first.cost.cost - first.cost.summary  # the call itself
-        rewrite = max(call_cost - output_cost - first.cost.input_tokens * price.cache_read / 1e6, 0.0)
+        rewrite = max(
+            call_cost - output_cost - first.cost.input_tokens * price.cache_read / 1e6, 0.0
+        )
         summary_in, summary_out = first.summary_tokens
         summary = (summary_in * price.input + summary_out * price.output) / 1e6
         segment = records[start:stop]
