@@ -140,3 +140,16 @@ def test_an_impossible_or_backwards_time_is_refused(
         call(capsys, "replay", str(log), "--window", "8000", "--price", "claude-sonnet-4-5")
     )
     assert line.startswith(f"compaction: error: {log}: message 'msg_2': ") and why in line
+
+
+@pytest.mark.parametrize("odd", [1.5, float("nan"), True, "12", 10**40, -3])
+def test_a_live_usage_with_an_odd_count_is_not_read_as_absent(odd: object) -> None:
+    from compaction.pricing.usage import usage_tokens
+
+    for usage in (
+        {"input_tokens": 50, "cache_read_input_tokens": odd},
+        {"input_tokens": 50, "cache_creation_input_tokens": odd},
+        {"prompt_tokens": odd},
+    ):
+        with pytest.raises((TypeError, ValueError), match="usage"):
+            usage_tokens(usage)
