@@ -114,7 +114,8 @@ def test_an_odd_count_is_refused_naming_file_message_and_field(
     line = one_line_error(
         call(capsys, "replay", str(log), "--window", "8000", "--price", "claude-sonnet-4-5")
     )
-    assert f"{log}: message 'msg_2': field 'usage.{key}' is " in line
+    # Line 6: the user's line, then two lines (the call, its result) per step before it.
+    assert f"{log}:6: message 'msg_2': field 'usage.{key}' is " in line
     assert "not a token count" in line and len(line) < 300
 
 
@@ -139,7 +140,7 @@ def test_an_impossible_or_backwards_time_is_refused(
     line = one_line_error(
         call(capsys, "replay", str(log), "--window", "8000", "--price", "claude-sonnet-4-5")
     )
-    assert line.startswith(f"compaction: error: {log}: message 'msg_2': ") and why in line
+    assert line.startswith(f"compaction: error: {log}:6: message 'msg_2': ") and why in line
 
 
 @pytest.mark.parametrize("odd", [1.5, float("nan"), True, "12", 10**40, -3])

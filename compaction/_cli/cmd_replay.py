@@ -52,7 +52,8 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
             )
         )
     except RecordedUsageError as exc:  # what the log recorded cannot be true
-        raise CliError(f"{source.path}: {exc}") from None
+        line = _line_of(source, exc.message_id)
+        raise CliError(f"{source.path}{f':{line}' if line else ''}: {exc}") from None
     calls = [_record(r) for r in records]
     report = {
         "file": str(source.path),
@@ -69,6 +70,22 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
         report["price"] = _price_info(price, compactor, options)
         report["compactions"] = _earnings(records, price)
     return report
+
+
+def _line_of(source: Source, message_id: str | None) -> int | None:
+    """The first line of ``source`` that holds ``message_id`` as a JSON string: the line of
+    the record to fix (readers keep ids, not line numbers)."""
+    if not message_id or source.stdin:
+        return None
+    import json
+
+    from .inputs import read_input
+
+    needle = json.dumps(message_id).encode()
+    for number, line in enumerate(read_input(source).splitlines(), 1):
+        if needle in line:
+            return number
+    return None
 
 
 def _record(r: Any) -> dict[str, Any]:

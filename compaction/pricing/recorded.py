@@ -42,7 +42,12 @@ _LATEST: Final = 4_102_444_800.0
 
 class RecordedUsageError(ValueError):
     """A log's record of a call that cannot be true (the message names the message and the
-    field): refused rather than read as 0 or as no time."""
+    field; ``message_id`` is the message's id, to find its line): refused rather than read as
+    0 or as no time."""
+
+    def __init__(self, text: str, message: Message | None = None) -> None:
+        super().__init__(text)
+        self.message_id = message.id if message is not None else None
 
 
 @attrs.frozen(slots=True)
@@ -90,7 +95,8 @@ def _count(message: Message, usage: Mapping[str, Any], key: str, field: str) -> 
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKENS:
         raise RecordedUsageError(
             f"{_where(message)}: field '{field}.{key}' is {_show(value)}, not a token count "
-            f"(a whole number from 0 to {MAX_TOKENS:,})"
+            f"(a whole number from 0 to {MAX_TOKENS:,})",
+            message,
         )
     return value
 
@@ -125,7 +131,8 @@ def call_time(message: Message) -> float | None:
     if value is None or not (math.isfinite(value) and _EARLIEST <= value <= _LATEST):
         raise RecordedUsageError(
             f"{_where(message)}: field '{field}' is {_show(stamp)}, not a time between "
-            "2000 and 2100"
+            "2000 and 2100",
+            message,
         )
     return value
 
@@ -136,7 +143,8 @@ def check_order(message: Message, at: float, previous: float | None) -> None:
     if previous is not None and at < previous:
         raise RecordedUsageError(
             f"{_where(message)}: its recorded time is {previous - at:,.0f} s before the "
-            "previous call's; a log's calls must be in time order"
+            "previous call's; a log's calls must be in time order",
+            message,
         )
 
 
@@ -160,7 +168,8 @@ def recorded_usage(message: Message) -> RecordedUsage | None:
                     raise RecordedUsageError(
                         f"{_where(message)}: field 'usage.cache_creation' splits "
                         f"{short + long:,} written tokens, but "
-                        f"'usage.cache_creation_input_tokens' says {write:,}"
+                        f"'usage.cache_creation_input_tokens' says {write:,}",
+                        message,
                     )
         return RecordedUsage(
             cache_read=_count(message, usage, "cache_read_input_tokens", "usage"),
