@@ -392,3 +392,16 @@ def test_stdin_is_read_up_to_a_bound(
         monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(zero))
         line = one_line_error(call(capsys, "count", "-", "--counter", "approx"))
     assert "<stdin>: too big: more than 1 MiB" in line
+
+
+def test_a_symlink_to_a_directory_is_not_searched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.json").write_bytes(EXAMPLE.read_bytes())
+    link = tmp_path / "link"
+    link.symlink_to(logs)
+    assert call(capsys, "count", str(logs), "--counter", "approx").returncode == 0
+    line = one_line_error(call(capsys, "count", str(link), "--counter", "approx"))
+    assert f"{link}: is a symlink; refusing to follow it" in line

@@ -65,7 +65,7 @@ def expand(paths: Iterable[str]) -> list[Source]:
                 raise CliError("- (stdin) is a single input: it cannot be combined with others")
             return [Source(Path(STDIN_NAME), True, Path("stdin.json"), stdin=True)]
         path = Path(raw)
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():  # a link is refused when read
             files = sorted(
                 p
                 for p in path.rglob("*")
