@@ -100,6 +100,7 @@ def test_bad_pricing_options_are_one_clear_line(capsys, log, tmp_path):
         (["--policy", "cache-aware"], "--policy cache-aware needs --price"),
         (["--price", "claude-sonnet-4-5", "--ttl", "60"], "no cache-write price for a 60s TTL"),
         (["--price", "gpt-5", "--cadence", "-3"], "--cadence must be"),
+        (["--price", "gpt-5", "--overhead", str(10**40)], "--overhead must be a number of tokens"),
     ]
     for extra, message in cases:
         code, _, err = main(capsys, "replay", str(log), "--window", "8000", *extra)

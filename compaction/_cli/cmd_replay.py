@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from ..pricing.recorded import MAX_TOKENS
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
 from .inputs import STDIO, Source, load
@@ -297,8 +298,10 @@ def run(args: Any) -> int:
         raise CliError("--prices FILE needs --price MODEL (which row of the table to use)")
     if not (args.cadence >= 0 and args.cadence < float("inf")):
         raise CliError(f"--cadence must be a number of seconds >= 0, got {args.cadence}")
-    if args.overhead < 0:
-        raise CliError(f"--overhead must be a number of tokens >= 0, got {args.overhead}")
+    if not 0 <= args.overhead <= MAX_TOKENS:
+        raise CliError(
+            f"--overhead must be a number of tokens from 0 to {MAX_TOKENS:,}, got {args.overhead}"
+        )
     _price(options)
     # Bad keys, config or window: fail before reading any file.
     _compactor(build_ladder(args.ladder, args.config, counter), options, counter, None, None)
