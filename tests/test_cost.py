@@ -81,6 +81,7 @@ min_prefix = 1024
             ("min_prefix = 1024", "min_prefix = 1024\ncache_reads = 1"),
             "unknown field 'cache_reads'",
         ),
+        (('cache = "breakpoint"', 'cahce = "breakpoint"'), ":8: model 'm': unknown field 'cahce'"),
         (("[models.m]", "version = 2\n[models.m]"), "field 'version' must be 1, got 2"),
         (("[models.m]", 'version = "1"\n[models.m]'), "field 'version' must be 1, got '1'"),
         (("[models.m]", "modles = 1\n[models.m]"), "unknown top-level key 'modles'"),

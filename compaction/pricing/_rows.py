@@ -18,6 +18,7 @@ __all__ = [
     "RULE_FIELDS",
     "RULES",
     "RowProblem",
+    "check_known",
     "check_model_name",
     "check_price_fields",
     "check_rule_fields",
@@ -96,6 +97,16 @@ def _whole(key: str, value: Any, top: int) -> int:
     return value
 
 
+def check_known(row: Mapping[str, Any]) -> None:
+    """Every field of a row is one this code reads: a misspelt one would be a missing one."""
+    unknown = sorted(set(row) - ROW_FIELDS)
+    if unknown:
+        raise RowProblem(
+            f"unknown field {_short(str(unknown[0]))} (known: {', '.join(sorted(ROW_FIELDS))})",
+            str(unknown[0]),
+        )
+
+
 def check_rule_fields(row: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
     """The caching rule of a row (``cache``, ``ttl``, ``min_prefix``, ``step``), each field
     taken from ``row`` or else ``defaults`` (the provider's, for the shipped table)."""
@@ -123,12 +134,6 @@ def check_rule_fields(row: Mapping[str, Any], defaults: Mapping[str, Any]) -> di
 def check_price_fields(row: Mapping[str, Any], rule: str, ttl: tuple[int, ...]) -> dict[str, Any]:
     """The prices of a row: ``input``, ``output``, ``cache_read`` and, for breakpoint
     caching, ``cache_write`` with one price for each TTL in ``ttl`` and for no other."""
-    unknown = sorted(set(row) - ROW_FIELDS)
-    if unknown:
-        raise RowProblem(
-            f"unknown field {_short(str(unknown[0]))} (known: {', '.join(sorted(ROW_FIELDS))})",
-            str(unknown[0]),
-        )
     writes: dict[int, float] = {}
     if rule == "breakpoint":
         raw = row.get("cache_write")

@@ -33,6 +33,7 @@ from ._genai import genai_prices
 from ._rows import (
     RULE_FIELDS,
     RowProblem,
+    check_known,
     check_model_name,
     check_price_fields,
     check_rule_fields,
@@ -114,6 +115,7 @@ def _row(path: str, text: str, model: str, row: Any, defaults: Mapping[str, Any]
         raise PriceError(f"{_where(path, text, model)}: expected a table of fields")
     try:
         check_model_name(model)
+        check_known(row)
         rule = check_rule_fields(row, defaults)
         prices = check_price_fields(row, rule["cache"], rule["ttl"])
         about = {key: check_text(key, row.get(key, "")) for key in ("provider", "source", "date")}
