@@ -20,7 +20,7 @@ import inspect
 from collections.abc import Iterator, Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .checks import check_bool, check_options
 from .pipeline import CompactionPipeline, resolve_keys_with
@@ -224,22 +224,26 @@ def ladder_from_config(
     return pipeline
 
 
+#: A config file larger than this is refused: a ladder, a trigger and floors take a few
+#: hundred bytes, and a device or a runaway file must not be read whole.
+MAX_TOML_BYTES: Final = 1 << 20
+
+
 def read_toml(path: str | Path) -> dict[str, Any]:
-    """The table in the TOML file ``path``; a [`ConfigError`][] naming the file otherwise."""
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
+    """The table in the TOML file ``path``: a regular file (never a device, a FIFO or a
+    symlink; an [`InputFileError`][compaction._reading.InputFileError] says so) of at most
+    ``MAX_TOML_BYTES``; a [`ConfigError`][] naming the file for text that is not TOML."""
+    from ._reading import TomlError, parse_toml, read_regular
 
     path = Path(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        data = read_regular(path, MAX_TOML_BYTES, "config file")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return parse_toml(data)
+    except TomlError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
 
 
 def load_ladder(path: str | Path, *, reg: Registry | None = None) -> Any:

@@ -37,7 +37,7 @@ from . import events
 from .messages import Message
 from .pricing.cost import CacheMeter, CallCost, CostTotals
 from .pricing.prices import Price
-from .pricing.recorded import call_time, recorded_usage
+from .pricing.recorded import call_time, check_order, recorded_usage
 from .trigger import Compactor
 
 __all__ = ["ReplayRecord", "ReplayTotals", "replay"]
@@ -59,9 +59,10 @@ class ReplayRecord:
     - ``request``: the request itself, when asked for (``keep_requests=True``).
     - Priced replays only: ``at`` the call's time in seconds (from the log, or the cadence:
       ``timed`` says which); ``output_tokens``; ``cost`` and ``baseline`` the call's
-      [`CallCost`][compaction.pricing.cost.CallCost] compacted and with no compaction (whose
-      request is ``baseline_tokens``); ``summary_tokens`` the (input, output) tokens of
-      summariser calls made by this call's compaction.
+      [`CallCost`][compaction.pricing.cost.CallCost] compacted (the summariser's calls made by
+      this call's compaction included) and with no compaction (whose request is
+      ``baseline_tokens``); ``summary_tokens`` the (input, output) tokens of those summariser
+      calls.
     """
 
     call: int
@@ -91,7 +92,8 @@ class ReplayTotals:
     ``cache_share`` is the share of all tokens sent that were an unchanged prefix of the
     previous request; ``strategies`` counts how often each strategy applied. A priced
     replay adds ``cost`` and ``baseline`` ([`CostTotals`][compaction.pricing.cost.CostTotals],
-    compacted and with no compaction) and ``baseline_max_tokens``, the largest uncompacted request.
+    compacted, the summariser's calls included, and with no compaction) and
+    ``baseline_max_tokens``, the largest uncompacted request.
     """
 
     calls: int
@@ -246,6 +248,7 @@ class _Meters:
         self.running = 0  # local count of msgs[:done]
         self.done = 0
         self.at = 0.0
+        self.recorded: float | None = None  # the last time the log recorded
         self.summaries: list[tuple[int, int]] = []
         # The policy (cache-aware trigger) is told the transcript's time of every call.
         self.policy = getattr(compactor, "policy", None)
@@ -263,6 +266,8 @@ class _Meters:
         if at is None:
             at, timed = (self.at + self.cadence if call else 0.0), False
         else:
+            check_order(self.msgs[index], at, self.recorded)
+            self.recorded = at
             timed = True
         self.at = at
         if self.policy is not None and hasattr(self.policy, "tick"):
@@ -298,6 +303,10 @@ class _Meters:
         cost = self.compacted.call(
             at, sent + extra, prefix + extra if prefix else 0, output, fixed=self.fixed
         )
+        if summary != (0, 0) and self.price is not None:
+            # The summariser's calls are part of what this call cost the run.
+            paid = (summary[0] * self.price.input + summary[1] * self.price.output) / 1e6
+            cost = attrs.evolve(cost, cost=cost.cost + paid, summary=paid)
         # With no compaction every request extends the previous one.
         shared = previous_baseline + extra if previous_baseline else 0
         baseline = self.baseline.call(at, base + extra, shared, output, fixed=self.fixed)

@@ -306,3 +306,102 @@ def test_fuzz_hostile_store_urls_never_exit_70(
         assert "internal error" not in result.stderr and "Traceback" not in result.stderr
         if result.returncode == 2:
             assert len(result.stderr.strip().splitlines()) == 1, (url, result.stderr)
+
+
+# -- inputs that are not regular files, or nested too deeply --------------------------------
+
+
+def _file_options(good: Path, store: Path) -> dict[str, Any]:
+    """Every option that reads a file: a command line with ``{}`` where the file goes."""
+    return {
+        "count FILE": ["count", "{}", "--counter", "approx"],
+        "compact FILE": ["compact", "{}", "--target", "100", "--counter", "approx", "--dry-run"],
+        "replay FILE": ["replay", "{}", "--window", "4000", "--counter", "approx"],
+        "compact --config": ["compact", str(good), "--target", "100", "--config", "{}",
+                             "--dry-run"],
+        "replay --config": ["replay", str(good), "--window", "4000", "--config", "{}"],
+        "replay --prices": ["replay", str(good), "--window", "4000", "--price", "m",
+                            "--prices", "{}"],
+        "session import": ["session", "import", "{}", "--store", str(store)],
+    }  # fmt: skip
+
+
+def _hostile_inputs(tmp_path: Path) -> dict[str, Path]:
+    import os
+
+    good = tmp_path / "good.json"
+    good.write_bytes(EXAMPLE.read_bytes())
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)  # no writer: a read of it would block for ever
+    links = {"symlink to /dev/zero": "/dev/zero", "symlink to a FIFO": fifo,
+             "symlink to a good file": good}  # fmt: skip
+    for n, target in enumerate(links.values()):
+        (tmp_path / f"link{n}.json").symlink_to(target)
+    deep = tmp_path / "deep.json"
+    deep.write_text(_deep(100_000))
+    deep_toml = tmp_path / "deep.toml"
+    deep_toml.write_text("x = " + "[" * 100_000 + "]" * 100_000)
+    return {
+        "character device": Path("/dev/zero"),
+        "FIFO": fifo,
+        **{name: tmp_path / f"link{n}.json" for n, name in enumerate(links)},
+        "directory": tmp_path,
+        "deeply nested JSON": deep,
+        "deeply nested TOML": deep_toml,
+    }
+
+
+def test_every_option_that_reads_a_file_refuses_devices_fifos_links_and_deep_nesting(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import signal
+
+    inputs = _hostile_inputs(tmp_path)
+
+    def stuck(*_: object) -> None:
+        raise TimeoutError("a read blocked (a FIFO) or did not end (a device)")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    try:
+        for option, template in _file_options(inputs["symlink to a good file"].resolve(),
+                                              tmp_path / "store").items():  # fmt: skip
+            for kind, path in inputs.items():
+                if kind == "directory" and option.endswith("FILE"):
+                    continue  # a directory of transcripts is searched: a valid input
+                signal.alarm(30)
+                args = [str(path) if a == "{}" else a for a in template]
+                line = one_line_error(call(capsys, *args))
+                signal.alarm(0)
+                assert str(path) in line, (option, kind, line)
+                assert "internal error" not in line
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_stdin_is_read_up_to_a_bound(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import sys
+
+    from compaction._cli import inputs
+
+    monkeypatch.setattr(inputs, "MAX_TRANSCRIPT_BYTES", 1 << 20)
+    with open("/dev/zero", "rb") as zero:
+        monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(zero))
+        line = one_line_error(call(capsys, "count", "-", "--counter", "approx"))
+    assert "<stdin>: too big: more than 1 MiB" in line
+
+
+def test_a_symlink_to_a_directory_is_not_searched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    (logs / "a.json").write_bytes(EXAMPLE.read_bytes())
+    link = tmp_path / "link"
+    link.symlink_to(logs)
+    assert call(capsys, "count", str(logs), "--counter", "approx").returncode == 0
+    line = one_line_error(call(capsys, "count", str(link), "--counter", "approx"))
+    assert f"{link}: is a symlink; refusing to follow it" in line

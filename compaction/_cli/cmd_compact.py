@@ -126,7 +126,7 @@ def compact_file(source: Source, options: dict[str, Any]) -> tuple[dict[str, Any
     report.update(
         target=args.target, limit=args.limit, tokens_after=written.tokens,
         fits=written.tokens <= args.limit, reached_target=written.tokens <= args.target,
-        saved=result.before - written.tokens, tokens_after_neutral=result.after,
+        tokens_after_neutral=result.after,
         messages_after=written.messages,
     )  # fmt: skip
     return report, written.data
@@ -150,6 +150,8 @@ def _report(
         "target": result.target,
         "tokens_before": result.before,
         "tokens_after": result.after,
+        # What the layers saved, by the ladder's own count: 0 where none ran. The size as
+        # written (``tokens_after``) is a re-count in the output's shape, not a saving.
         "saved": result.saved,
         "fits": result.fits,
         "messages_before": len(loaded.messages),
@@ -259,7 +261,7 @@ def _print_summary(reports: list[dict[str, Any]]) -> None:
         "",
         before,
         after,
-        before - after,
+        sum(r["saved"] for r in reports),
         f"{sum(r['fits'] for r in reports)}/{len(reports)}",
     )
     render(table, sys.stderr)

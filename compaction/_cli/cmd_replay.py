@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import attrs
+
+from ..pricing.recorded import MAX_TOKENS
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
 from .inputs import STDIO, Source, load
@@ -26,6 +29,7 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
     """The report for one file (run in a worker process with ``-j``)."""
     import math
 
+    from ..pricing.recorded import RecordedUsageError
     from ..replay import ReplayTotals, replay
 
     counter = cached("counter", options["counter"], options["encoding"])
@@ -37,16 +41,20 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
         pipeline, options, counter, tools if isinstance(tools, list) else None, str(source.path)
     )
     price = _price(options)
-    records = list(
-        replay(
-            loaded.messages,
-            compactor,
-            price=price,
-            ttl=options["ttl"],
-            cadence=options["cadence"],
-            overhead=options["overhead"],
+    try:
+        records = list(
+            replay(
+                loaded.messages,
+                compactor,
+                price=price,
+                ttl=options["ttl"],
+                cadence=options["cadence"],
+                overhead=options["overhead"],
+            )
         )
-    )
+    except RecordedUsageError as exc:  # what the log recorded cannot be true
+        line = _line_of(source, exc.message_id)
+        raise CliError(f"{source.path}{f':{line}' if line else ''}: {exc}") from None
     calls = [_record(r) for r in records]
     report = {
         "file": str(source.path),
@@ -57,12 +65,28 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
         "compact_to": math.floor(options["compact_to"] * window),
         "fits": all(c["tokens_sent"] <= window for c in calls),
         "calls": calls,
-        "totals": _totals(ReplayTotals.of(records)),
+        "totals": _totals(ReplayTotals.of(records), priced=price is not None),
     }
     if price is not None:
         report["price"] = _price_info(price, compactor, options)
         report["compactions"] = _earnings(records, price)
     return report
+
+
+def _line_of(source: Source, message_id: str | None) -> int | None:
+    """The first line of ``source`` that holds ``message_id`` as a JSON string: the line of
+    the record to fix (readers keep ids, not line numbers)."""
+    if not message_id or source.stdin:
+        return None
+    import json
+
+    from .inputs import read_input
+
+    needle = json.dumps(message_id).encode()
+    for number, line in enumerate(read_input(source).splitlines(), 1):
+        if needle in line:
+            return number
+    return None
 
 
 def _record(r: Any) -> dict[str, Any]:
@@ -91,7 +115,13 @@ def _record(r: Any) -> dict[str, Any]:
     }
 
 
-def _totals(t: Any) -> dict[str, Any]:
+def _totals(t: Any, *, priced: bool = False) -> dict[str, Any]:
+    """The totals of a report; a priced replay always carries its cost, zero when the
+    transcript holds no model call (a session that ended before the first answer)."""
+    from ..pricing.cost import CostTotals
+
+    if priced and t.cost is None:
+        t = attrs.evolve(t, cost=CostTotals(), baseline=CostTotals())
     return {
         "calls": t.calls,
         "compactions": t.compactions,
@@ -288,8 +318,10 @@ def run(args: Any) -> int:
         raise CliError("--prices FILE needs --price MODEL (which row of the table to use)")
     if not (args.cadence >= 0 and args.cadence < float("inf")):
         raise CliError(f"--cadence must be a number of seconds >= 0, got {args.cadence}")
-    if args.overhead < 0:
-        raise CliError(f"--overhead must be a number of tokens >= 0, got {args.overhead}")
+    if not 0 <= args.overhead <= MAX_TOKENS:
+        raise CliError(
+            f"--overhead must be a number of tokens from 0 to {MAX_TOKENS:,}, got {args.overhead}"
+        )
     _price(options)
     # Bad keys, config or window: fail before reading any file.
     _compactor(build_ladder(args.ladder, args.config, counter), options, counter, None, None)

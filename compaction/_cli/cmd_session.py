@@ -116,6 +116,25 @@ def _export(store: Any, name: str, path: str) -> str:
     return path
 
 
+#: An export holds a whole session; beyond this it is not one we will read into memory.
+MAX_EXPORT_BYTES = 512 << 20
+
+
+def _import(store: Any, path: str, name: str | None) -> Any:
+    """Import the export at ``path`` (``-``: stdin): a regular file only, never through a
+    symlink, read once and bounded (see ``compaction._reading``); errors name ``path``."""
+    from .._reading import read_limited, read_regular
+    from ..sessions.errors import SessionFormatError
+
+    if path == STDIO:
+        return store.import_(read_limited(sys.stdin.buffer, MAX_EXPORT_BYTES, "<stdin>"), name)
+    data = read_regular(path, MAX_EXPORT_BYTES, "session export")
+    try:
+        return store.import_(data, name)
+    except SessionFormatError as exc:  # the bytes were read here: name the file they came from
+        raise SessionFormatError(path, exc.reason, exc.line) from None
+
+
 def run(args: Any) -> int:
     store = _store(args)
     action = args.action
@@ -138,8 +157,7 @@ def run(args: Any) -> int:
             if name is not None and name != args.name_option:
                 raise CliError(f"two names given: {name!r} and --name {args.name_option!r}")
             name = args.name_option
-        source: Any = sys.stdin.buffer.read() if args.path == STDIO else args.path
-        session = store.import_(source, name)
+        session = _import(store, args.path, name)
         shown = "stdin" if args.path == STDIO else args.path
         return _done(
             args,

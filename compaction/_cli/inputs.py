@@ -11,12 +11,15 @@ so ``-o`` never holds half a conversation and is never created when the run fail
 
 from __future__ import annotations
 
+import os
+import stat
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+from .._reading import MIB, read_limited, read_regular
 from .errors import CliError
 
 __all__ = [
@@ -31,6 +34,9 @@ __all__ = [
 ]
 
 SUFFIXES = (".json", ".jsonl", ".traj")
+
+#: The largest transcript read (its parsed form takes several times this in memory).
+MAX_TRANSCRIPT_BYTES: Final = 512 * MIB
 
 
 #: The name ``-`` stands for: read stdin, write stdout.
@@ -59,14 +65,14 @@ def expand(paths: Iterable[str]) -> list[Source]:
                 raise CliError("- (stdin) is a single input: it cannot be combined with others")
             return [Source(Path(STDIN_NAME), True, Path("stdin.json"), stdin=True)]
         path = Path(raw)
-        if path.is_dir():
+        if path.is_dir() and not path.is_symlink():  # a link is refused when read
             files = sorted(
                 p
                 for p in path.rglob("*")
-                if p.is_file() and p.name.endswith(SUFFIXES) and not p.name.startswith(".")
+                if p.name.endswith(SUFFIXES) and not p.name.startswith(".") and _regular(p)
             )
             found.extend(Source(p, False, p.relative_to(path)) for p in files)
-        elif path.exists():
+        elif os.path.lexists(path):  # a symlink, even a dangling one, is refused when read
             found.append(Source(path, True, Path(path.name)))
         else:
             raise CliError(f"{raw}: no such file or directory")
@@ -78,15 +84,31 @@ def expand(paths: Iterable[str]) -> list[Source]:
     return found
 
 
+def _regular(path: Path) -> bool:
+    # Found by searching: only regular files, never a symlink (it points outside the folder).
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def read_input(source: Source | Path) -> bytes:
+    """The bytes of an input file, or of stdin: a regular file only, never through a
+    symlink, at most ``MAX_TRANSCRIPT_BYTES`` (see ``compaction._reading``)."""
+    if isinstance(source, Source) and source.stdin:
+        return read_limited(sys.stdin.buffer, MAX_TRANSCRIPT_BYTES, STDIN_NAME)
+    path = source.path if isinstance(source, Source) else source
+    return read_regular(path, MAX_TRANSCRIPT_BYTES, "transcript")
+
+
 def load(source: Source | Path) -> Any:
     """The [`Loaded`][compaction.formats.loaded.Loaded] transcript of ``source`` (any known
-    format)."""
-    from ..formats import load as load_transcript
+    format), read by [`read_input`][]."""
     from ..formats import loads
 
-    if isinstance(source, Source) and source.stdin:
-        return loads(sys.stdin.buffer.read(), STDIN_NAME)
-    return load_transcript(source.path if isinstance(source, Source) else source)
+    stdin = isinstance(source, Source) and source.stdin
+    name = STDIN_NAME if stdin else str(source.path if isinstance(source, Source) else source)
+    return loads(read_input(source), name)
 
 
 def output_format(loaded: Any, to: str | None) -> str:

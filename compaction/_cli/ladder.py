@@ -13,6 +13,8 @@ __all__ = ["DEFAULT_LADDER", "build_counter", "build_ladder", "counter_label"]
 #: ends the run; a cut, marked and recallable, does not).
 DEFAULT_LADDER = ("tool_results", "sliding_window", "summary", "fit")
 
+#: A ladder file is a few lines; anything bigger is not one.
+
 
 def build_counter(kind: str, encoding: str | None) -> Any:
     """The counter ``--counter``/``--encoding`` ask for."""
@@ -49,7 +51,8 @@ def build_ladder(ladder: str | None, config: str | None, counter: Any) -> Any:
     from ..registry import registry
 
     if config:
-        # A ladder file, or a config file with a [ladder] (or none: the default ladder).
+        # A ladder file, or a config file with a [ladder] (or none: the default ladder), read
+        # as a regular file of bounded size (load_config reads through registry.read_toml).
         pipeline = load_config(config).pipeline(counter)
         if not pipeline.strategies:
             raise CliError(f"{config}: the ladder has no strategies")

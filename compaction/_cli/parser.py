@@ -241,7 +241,7 @@ def build_parser() -> Parser:
         "--plot", metavar="OUT.png", help="draw tokens per call (needs matplotlib: '[plot]')"
     )
     replay.add_argument(
-        "--price", metavar="MODEL", help="price every call as MODEL (a row of the price table)"
+        "--price", metavar="MODEL", help="price every call as MODEL (genai-prices, else shipped)"
     )
     replay.add_argument(
         "--prices", metavar="FILE", help="price table (TOML) to use instead of the shipped one"

@@ -17,12 +17,13 @@ __all__ = ["print_priced"]
 
 def _price(options: dict[str, Any]) -> Any:
     """The price row asked for (None: no pricing); a bad table or model is bad usage."""
-    from ..pricing.prices import PriceError, default_prices, load_prices, price_for
+    from ..pricing.prices import PriceError, load_prices, price_for
 
     if not options.get("price"):
         return None
     try:
-        table = load_prices(options["prices"]) if options.get("prices") else default_prices()
+        # No table given: genai-prices where installed, else the shipped table.
+        table = load_prices(options["prices"]) if options.get("prices") else None
         price = price_for(options["price"], table)
         price.write_price(options.get("ttl"))
     except PriceError as exc:
@@ -68,7 +69,8 @@ def _cost(c: Any) -> dict[str, Any] | None:
         "cache_write": c.cache_write,
         "uncached": c.uncached,
         "output": c.output,
-        "usd": round(c.cost, 6),
+        "usd": round(c.cost, 6),  # the summariser's calls included
+        "summary_usd": round(c.summary, 6),
     }
 
 
@@ -134,9 +136,10 @@ def print_priced(report: dict[str, Any]) -> None:
     render(table)
     out = sys.stdout
     timed = sum(1 for r in report["calls"] if r["timed"])
+    origin = f"prices of {info['date']}, " if info["date"] else "prices from "
     say(
-        f"priced as {info['model']} ({info['cache']} cache, TTL {info['ttl']}s; prices of "
-        f"{info['date']}, {info['source']}); time from the log for {timed} of "
+        f"priced as {info['model']} ({info['cache']} cache, TTL {info['ttl']}s; {origin}"
+        f"{info['source'] or 'an undated table'}); time from the log for {timed} of "
         f"{len(report['calls'])} calls, else {info['cadence']:g}s apart",
         out,
     )

@@ -12,7 +12,8 @@ tokenizer is not ours, so a local count says nothing about the cache model and e
 about the tokenizer. The local count is compared on its own (``size_error``). Time and TTL
 come from the log. A request that is smaller than the previous one (the agent compacted, or
 the log interleaves a second conversation) shares only the fixed head with it, the size of the
-first call.
+first call. A log that records, per call, how many tokens it wrote for 5 minutes and for 1 hour
+(Claude Code) is priced and modelled with both: each TTL's writes at that TTL's price.
 
 A log cannot show what an earlier session left in the cache: the first call's recorded read is
 taken as already cached (for Claude Code, its system prompt and tools, shared by every session
@@ -28,7 +29,7 @@ import attrs
 from ..messages import Message
 from .cost import CacheMeter
 from .prices import Price, price_for
-from .recorded import RecordedUsage, call_time, recorded_usage
+from .recorded import RecordedUsage, call_time, check_order, recorded_usage
 
 __all__ = ["BillCheck", "check_bill"]
 
@@ -84,13 +85,26 @@ def _model_name(messages: Sequence[Message]) -> str | None:
 
 def _calls(messages: Sequence[Message]) -> list[tuple[float | None, RecordedUsage]]:
     calls = []
+    previous = None
     for index, m in enumerate(messages):
         if m.role != "assistant" or index == 0 or messages[index - 1].role == "assistant":
             continue
         usage = recorded_usage(m)
         if usage is not None:
-            calls.append((call_time(m), usage))
+            at = call_time(m)
+            if at is not None:
+                check_order(m, at, previous)
+                previous = at
+            calls.append((at, usage))
     return calls
+
+
+def _write_cost(usage: RecordedUsage, price: Price, default: float) -> float:
+    """What the call's recorded cache writes cost: each TTL's tokens at that TTL's price
+    (a log that splits them), else all at the ``default`` write price."""
+    if not usage.writes:
+        return usage.cache_write * default
+    return sum(n * price.cache_write.get(ttl, default) for ttl, n in usage.writes)
 
 
 def check_bill(messages: Sequence[Message], price: Price | None = None) -> BillCheck | None:
@@ -117,7 +131,9 @@ def check_bill(messages: Sequence[Message], price: Price | None = None) -> BillC
         at = when if when is not None else at
         size = usage.input_tokens
         prefix = previous if size >= previous else min(fixed, size)
-        c = meter.call(at, size, prefix, usage.output, fixed=min(fixed, size))
+        c = meter.call(
+            at, size, prefix, usage.output, fixed=min(fixed, size), writes=dict(usage.writes)
+        )
         read, write, uncached = read + c.cache_read, write + c.cache_write, uncached + c.uncached
         cost += c.cost
         previous = size
@@ -125,9 +141,10 @@ def check_bill(messages: Sequence[Message], price: Price | None = None) -> BillC
     rec_write = sum(u.cache_write for _, u in calls)
     rec_uncached = sum(u.uncached for _, u in calls)
     rec_output = sum(u.output for _, u in calls)
+    write_cost = sum(_write_cost(u, price, meter.write_price) for _, u in calls)
     recorded_cost = (
         rec_read * price.cache_read
-        + rec_write * meter.write_price
+        + write_cost
         + rec_uncached * price.input
         + rec_output * price.output
     ) / 1_000_000

@@ -3,9 +3,10 @@
 A compaction at call *k* is charged for rewriting the prompt (the input of call *k* above what
 the same tokens would cost read from a warm cache) and for its summariser calls (at the
 model's input and output prices). It is credited with what the calls from *k* up to the next
-compaction (or the end) cost less than the same calls with no compaction at all, plus its own
-rewrite (already inside call *k*'s cost). So the nets of all compactions add up to the
-baseline's cost minus the compacted run's cost, summaries included: nothing is counted twice.
+compaction (or the end) cost less than the same calls with no compaction at all (their
+summariser calls aside), plus its own rewrite (already inside call *k*'s cost). So the nets of
+all compactions add up to the baseline's cost minus the compacted run's cost (which includes
+the summaries): nothing is counted twice.
 """
 
 from __future__ import annotations
@@ -49,14 +50,20 @@ def earnings(records: Sequence[ReplayRecord], price: Price) -> list[Earning]:
         if first.cost is None:
             continue
         output_cost = first.cost.output * price.output / 1e6
+        call_cost = first.cost.cost - first.cost.summary  # the call itself
         rewrite = max(
-            first.cost.cost - output_cost - first.cost.input_tokens * price.cache_read / 1e6, 0.0
+            call_cost - output_cost - first.cost.input_tokens * price.cache_read / 1e6, 0.0
         )
         summary_in, summary_out = first.summary_tokens
         summary = (summary_in * price.input + summary_out * price.output) / 1e6
         segment = records[start:stop]
         saved = (
-            sum(r.baseline.cost - r.cost.cost for r in segment if r.baseline and r.cost) + rewrite
+            sum(
+                r.baseline.cost - (r.cost.cost - r.cost.summary)
+                for r in segment
+                if r.baseline and r.cost
+            )
+            + rewrite
         )
         out.append(Earning(first.call, len(segment), rewrite, summary, saved))
     return out

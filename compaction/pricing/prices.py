@@ -2,9 +2,11 @@
 
 Cost figures are only as good as the prices behind them, and prices change every few months,
 so they are not constants in code: [`load_prices`][] reads ``compaction/pricing/prices.toml`` (or
-a
-table of the user's own, same layout) and checks every row at load, naming the file, the model
-and the field of anything wrong, so a typo never turns into a silently wrong bill.
+a table of the user's own, same layout) and checks every row at load, naming the file, the
+line, the model and the field of anything wrong, so a typo never turns into a silently wrong
+bill. Where genai-prices (pydantic's maintained table, the ``prices`` extra) is installed,
+[`price_for`][] takes the prices from it and the caching rule from the shipped table (a
+model's row, else its provider's ``[providers.NAME]``), which stays the offline default.
 
 Two caching rules are modelled, because the providers differ in what they charge for:
 
@@ -17,7 +19,8 @@ Two caching rules are modelled, because the providers differ in what they charge
 
 from __future__ import annotations
 
-import math
+import functools
+import re
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -25,9 +28,22 @@ from typing import Any, Final, Literal
 
 import attrs
 
+from .._reading import TomlError, parse_toml, read_regular
+from ._genai import genai_prices
+from ._rows import (
+    RULE_FIELDS,
+    RowProblem,
+    check_known,
+    check_model_name,
+    check_price_fields,
+    check_rule_fields,
+    check_text,
+)
+
 __all__ = ["Price", "PriceError", "default_prices", "load_prices", "price_for"]
 
-_RULES: Final = ("breakpoint", "automatic")
+#: The layout version of a price table this code reads.
+VERSION: Final = 1
 _MAX_BYTES: Final = 1 << 20  # a price table is a few kB; a bigger file is not one
 
 
@@ -55,8 +71,9 @@ class Price:
     min_prefix: int
     cache_write: Mapping[int, float] = attrs.field(factory=dict)
     step: int = 1
-    source: str = ""
-    date: str = ""
+    #: Where and when the figures were read: provenance, not part of what a model costs.
+    source: str = attrs.field(default="", eq=False)
+    date: str = attrs.field(default="", eq=False)
 
     def write_price(self, ttl: int | None = None) -> float:
         """USD per million tokens written to the cache with ``ttl`` (default: the first TTL)."""
@@ -71,121 +88,222 @@ class Price:
         return self.cache_write[ttl]
 
 
-def _number(where: str, row: Mapping[str, Any], key: str) -> float:
-    value = row.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise PriceError(f"{where}: field {key!r} must be a number (USD per million tokens)")
-    if not math.isfinite(value) or value < 0:
-        raise PriceError(f"{where}: field {key!r} must be a finite number >= 0, got {value!r}")
-    return float(value)
+def _line_of(text: str, model: str, field: str = "") -> int | None:
+    """The line of ``field`` in model ``model``'s table (of its header when the field is not
+    written out): tomllib keeps no positions, so the reader is pointed at it this way."""
+    header = None
+    for number, line in enumerate(text.splitlines(), 1):
+        head = line.strip()
+        if head.startswith("["):
+            if header is not None:
+                break
+            inner = head.strip("[]").strip()
+            if inner.startswith("models.") and inner[7:].strip().strip('"') == model:
+                header = number
+        elif header is not None and field and head.split("=", 1)[0].strip().strip('"') == field:
+            return number
+    return header
 
 
-def _int(where: str, row: Mapping[str, Any], key: str, default: int | None = None) -> int:
-    value = row.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise PriceError(f"{where}: field {key!r} must be a positive integer, got {value!r}")
-    return value
+def _where(path: str, text: str, model: str, field: str = "") -> str:
+    line = _line_of(text, model, field)
+    return f"{path}:{line}: model {model!r}" if line else f"{path}: model {model!r}"
 
 
-def _row(path: str, model: str, row: Any) -> Price:
-    where = f"{path}: model {model!r}"
+def _row(path: str, text: str, model: str, row: Any, defaults: Mapping[str, Any]) -> Price:
     if not isinstance(row, Mapping):
-        raise PriceError(f"{where}: expected a table of fields")
-    rule = row.get("cache")
-    if rule not in _RULES:
-        raise PriceError(f"{where}: field 'cache' must be one of {_RULES}, got {rule!r}")
-    ttl = row.get("ttl")
-    if (
-        not isinstance(ttl, list)
-        or not ttl
-        or any(isinstance(t, bool) or not isinstance(t, int) or t < 1 for t in ttl)
-    ):
-        raise PriceError(f"{where}: field 'ttl' must be a non-empty list of seconds, got {ttl!r}")
-    writes: dict[int, float] = {}
-    if rule == "breakpoint":
-        raw = row.get("cache_write")
-        if not isinstance(raw, Mapping):
-            raise PriceError(
-                f"{where}: field 'cache_write' must map each TTL in seconds to a price "
-                '(e.g. { "300" = 3.75, "3600" = 6.00 })'
-            )
-        for key in raw:
-            try:
-                seconds = int(key)
-            except ValueError:
-                raise PriceError(f"{where}: field 'cache_write': {key!r} is not seconds") from None
-            writes[seconds] = _number(f"{where}, cache_write", raw, key)
-        missing = [t for t in ttl if t not in writes]
-        if missing:
-            raise PriceError(f"{where}: field 'cache_write' has no price for TTL {missing}")
-    elif "cache_write" in row:
-        raise PriceError(f"{where}: field 'cache_write' is for cache = 'breakpoint' only")
-    for key in ("provider", "source", "date"):
-        if not isinstance(row.get(key, ""), str):
-            raise PriceError(f"{where}: field {key!r} must be text")
+        raise PriceError(f"{_where(path, text, model)}: expected a table of fields")
+    try:
+        check_model_name(model)
+        check_known(row)
+        rule = check_rule_fields(row, defaults)
+        prices = check_price_fields(row, rule["cache"], rule["ttl"])
+        about = {key: check_text(key, row.get(key, "")) for key in ("provider", "source", "date")}
+    except RowProblem as exc:
+        raise PriceError(f"{_where(path, text, model, exc.field)}: {exc}") from None
     return Price(
         model=model,
-        provider=row.get("provider", ""),
-        input=_number(where, row, "input"),
-        output=_number(where, row, "output"),
-        cache_read=_number(where, row, "cache_read"),
-        cache=rule,
-        ttl=tuple(ttl),
-        min_prefix=_int(where, row, "min_prefix"),
-        cache_write=writes,
-        step=_int(where, row, "step", 1),
-        source=row.get("source", ""),
-        date=row.get("date", ""),
+        provider=about["provider"],
+        input=prices["input"],
+        output=prices["output"],
+        cache_read=prices["cache_read"],
+        cache=rule["cache"],
+        ttl=rule["ttl"],
+        min_prefix=rule["min_prefix"],
+        cache_write=prices["cache_write"],
+        step=rule["step"],
+        source=about["source"],
+        date=about["date"],
     )
 
 
-def _parse(text: str, path: str) -> dict[str, Price]:
+def _providers(path: str, data: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``[providers.NAME]`` tables: a provider's caching rule, for rows that leave it out
+    (and for models priced by genai-prices, which knows prices but not caching rules)."""
+    raw = data.get("providers", {})
+    if not isinstance(raw, Mapping):
+        raise PriceError(f"{path}: 'providers' must hold [providers.NAME] tables")
+    out: dict[str, dict[str, Any]] = {}
+    for name, table in raw.items():
+        where = f"{path}: provider {name!r}"
+        if not isinstance(table, Mapping):
+            raise PriceError(f"{where}: expected a table of fields")
+        unknown = sorted(set(table) - set(RULE_FIELDS))
+        if unknown:
+            raise PriceError(f"{where}: unknown field {unknown[0]!r} (known: {RULE_FIELDS})")
+        try:
+            check_model_name(name)
+            check_rule_fields(table, {})
+        except RowProblem as exc:
+            raise PriceError(f"{where}: {exc}") from None
+        out[name] = {**table, "ttl": list(table["ttl"])}
+    return out
+
+
+@attrs.frozen(slots=True)
+class _Table:
+    models: dict[str, Price]
+    providers: dict[str, dict[str, Any]]
+
+
+def _parse(data: bytes, path: str) -> _Table:
     try:
-        import tomllib
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise PriceError(f"{path}: not valid TOML: {exc}") from None
-    models = data.get("models")
+        doc = parse_toml(data)
+    except TomlError as exc:
+        raise PriceError(f"{path}: {exc}") from None
+    unknown = sorted(set(doc) - {"version", "models", "providers"})
+    if unknown:
+        raise PriceError(
+            f"{path}: unknown top-level key {unknown[0]!r} (a table holds version, "
+            "[models.NAME] and [providers.NAME])"
+        )
+    version = doc.get("version", VERSION)
+    if isinstance(version, bool) or version != VERSION:
+        raise PriceError(f"{path}: field 'version' must be {VERSION}, got {version!r}")
+    models = doc.get("models")
     if not isinstance(models, Mapping) or not models:
         raise PriceError(f"{path}: expected [models.NAME] tables, found none")
-    return {name: _row(path, name, row) for name, row in models.items()}
+    providers = _providers(path, doc)
+    text = data.decode("utf-8")
+    table: dict[str, Price] = {}
+    for name, row in models.items():
+        provider = row.get("provider", "") if isinstance(row, Mapping) else ""
+        defaults = providers.get(provider, {}) if isinstance(provider, str) else {}
+        table[name] = _row(path, text, name, row, defaults)
+    return _Table(table, providers)
 
 
 def load_prices(path: str | Path) -> dict[str, Price]:
     """The price table in the TOML file ``path``, checked ([`PriceError`][] names the file,
-    the model and the field of the first problem)."""
-    p = Path(path)
+    the line, the model and the field of the first problem). Only a regular file is read, at
+    most 1 MiB: a device, a FIFO or a symlink is refused."""
     try:
-        if p.stat().st_size > _MAX_BYTES:
-            raise PriceError(f"{p}: {p.stat().st_size} bytes is too big for a price table")
-        text = p.read_text(encoding="utf-8")
+        data = read_regular(path, _MAX_BYTES, "price table")
     except OSError as exc:
-        raise PriceError(f"{p}: cannot read the price table: {exc.strerror or exc}") from None
-    except UnicodeDecodeError:
-        raise PriceError(f"{p}: not UTF-8 text") from None
-    return _parse(text, str(p))
+        raise PriceError(f"{path}: cannot read the price table: {exc.strerror or exc}") from None
+    return _parse(data, str(path)).models
+
+
+@functools.cache
+def _shipped() -> _Table:
+    data = resources.files("compaction.pricing").joinpath("prices.toml").read_bytes()
+    return _parse(data, "compaction/pricing/prices.toml")
 
 
 def default_prices() -> dict[str, Price]:
-    """The table shipped with the package (``compaction/pricing/prices.toml``)."""
-    text = resources.files("compaction.pricing").joinpath("prices.toml").read_text(encoding="utf-8")
-    return _parse(text, "compaction/pricing/prices.toml")
+    """The table shipped with the package (``compaction/pricing/prices.toml``), offline."""
+    return dict(_shipped().models)
+
+
+#: A dated snapshot: ``-20250929`` (Anthropic), ``-2025-08-07`` (OpenAI), ``@20250929`` (Vertex).
+_DATED: Final = re.compile(r"(?P<stem>.+?)[-@](?:\d{8}|\d{4}-\d{2}-\d{2})")
+
+
+def _names(model: str) -> tuple[str | None, list[str]]:
+    """The provider a routed name gives (``openai/gpt-5``: ``openai``), and the names
+    ``model`` may be priced as: its bare name, then without its date."""
+    prefix, _, bare = model.rpartition("/")
+    names = [bare]
+    dated = _DATED.fullmatch(bare)
+    if dated:
+        names.append(dated["stem"])
+    return prefix.rsplit("/", 1)[-1] or None, names
+
+
+def _lookup(table: Mapping[str, Price], model: str) -> Price | None:
+    if model in table:
+        return table[model]
+    return next((table[n] for n in _names(model)[1] if n in table), None)
+
+
+def _from_genai(model: str) -> Price | None:
+    """``model`` priced by genai-prices, with the shipped table's caching rule (the model's
+    row, else its provider's); None when genai-prices is absent or does not know it."""
+    hint, names = _names(model)
+    found = next((g for n in names if (g := genai_prices(n, hint)) is not None), None)
+    if found is None:
+        return None
+    shipped = _shipped()
+    row = shipped.models.get(found["model"])
+    rule = (
+        {k: getattr(row, k) for k in RULE_FIELDS}
+        if row is not None
+        else shipped.providers.get(found["provider"])
+    )
+    if rule is None:
+        raise PriceError(
+            f"genai-prices prices {model!r} ({found['provider']}), but how "
+            f"{found['provider']} caches prompts is not in the table: pass a table with "
+            "its row (--prices FILE)"
+        )
+    writes: dict[int, float] = {}
+    ttl = tuple(rule["ttl"])
+    if rule["cache"] == "breakpoint":
+        known = {**(row.cache_write if row is not None else {}), **found["cache_write"]}
+        ttl = tuple(t for t in ttl if t in known)
+        if not ttl:
+            raise PriceError(f"genai-prices has no cache-write price for {model!r}")
+        writes = {t: known[t] for t in ttl}
+    read = found["cache_read"]
+    return Price(
+        model=found["model"],
+        provider=found["provider"],
+        input=found["input"],
+        output=found["output"],
+        # No cached price: the provider does not cache this model, reads cost as input.
+        cache_read=found["input"] if read is None else read,
+        cache=rule["cache"],
+        ttl=ttl,
+        min_prefix=rule["min_prefix"],
+        cache_write=writes,
+        step=rule.get("step", 1),
+        source=found["source"],
+    )
 
 
 def price_for(model: str, prices: Mapping[str, Price] | None = None) -> Price:
-    """The row for ``model``: an exact name, else the longest name it extends (a dated
-    snapshot such as ``claude-haiku-4-5-20251001`` or ``openai/gpt-5``)."""
-    table = default_prices() if prices is None else prices
-    if model in table:
-        return table[model]
-    bare = model.rsplit("/", 1)[-1]
-    candidates = [n for n in table if bare == n or bare.startswith(n + "-")]
-    if candidates:
-        return table[max(candidates, key=len)]
+    """The prices of ``model``, from ``prices`` when given, else from genai-prices where it
+    is installed (the ``prices`` extra) and the shipped table otherwise.
+
+    A name matches exactly, or extends a known name only by a date (``-20251001``,
+    ``-2025-08-07``, ``@20251001``) or a provider prefix (``openai/gpt-5``): any other suffix
+    is another model (``gpt-5-nano`` is not ``gpt-5``, at a twenty-fifth of its price), so
+    it is a [`PriceError`][], never the nearest row. Either way the answer is a [`Price`][]
+    with the shipped table's caching rule; the two sources agree on every shipped model
+    (``source`` and ``date`` say where the figures came from and take no part in equality).
+    """
+    if not isinstance(model, str) or not model:
+        raise PriceError(f"a model name must be non-empty text, got {model!r}")
+    if prices is not None:
+        found = _lookup(prices, model)
+        table = prices
+    else:
+        found = _from_genai(model) or _lookup(_shipped().models, model)
+        table = _shipped().models
+    if found is not None:
+        return found
     raise PriceError(
-        f"no price for model {model!r}; known: {', '.join(sorted(table))} "
+        f"no price for model {model!r}: unknown model (a name extends a known one only by a "
+        f"date or a provider prefix); known: {', '.join(sorted(table))} "
         "(pass your own table with --prices FILE)"
     )

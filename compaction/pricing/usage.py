@@ -13,11 +13,21 @@ from typing import Any
 __all__ = ["usage_tokens"]
 
 
+#: No request is bigger than this; a bigger count is not a count.
+MAX_TOKENS = 1_000_000_000
+
+
 def _int_or_none(value: Any, name: str) -> int | None:
-    if value is None or isinstance(value, bool) or not isinstance(value, int):
+    # Absent is absent; anything else must be a count: a NaN, a float, a bool or text read
+    # as "absent" would change the figure silently (a cache count dropped to 0).
+    if value is None:
         return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"usage {name} must be a whole number of tokens, got {value!r:.40}")
     if value < 0:
         raise ValueError(f"usage {name} must not be negative, got {value}")
+    if value > MAX_TOKENS:
+        raise ValueError(f"usage {name} of {value:.3g} tokens is not a request's size")
     return value
 
 
@@ -38,9 +48,7 @@ def usage_tokens(usage: Any) -> int:
     if isinstance(usage, bool):
         raise TypeError("usage must be an int or a provider usage object, got bool")
     if isinstance(usage, int):
-        if usage < 0:
-            raise ValueError(f"usage must not be negative, got {usage}")
-        return usage
+        return _int_or_none(usage, "tokens") or 0
     inner = _field(usage, "usage")
     if inner is not None and inner is not usage:
         return usage_tokens(inner)
