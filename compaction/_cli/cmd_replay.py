@@ -14,7 +14,7 @@ from typing import Any
 
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import STDIO, Source, load
+from .inputs import STDIO, Source, check_format, load
 from .ladder import build_ladder, cached, counter_label
 from .render import Table, dump_json, render, say
 from .replay_cost import _cost, _earnings, _price, _price_info
@@ -30,7 +30,7 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
 
     counter = cached("counter", options["counter"], options["encoding"])
     pipeline = build_ladder(options["ladder"], options["config"], counter)
-    loaded = load(source)
+    loaded = load(source, options["format"])
     tools = (getattr(loaded, "extra", None) or {}).get("tools")
     window = options["window"]
     compactor = _compactor(
@@ -51,6 +51,7 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
     report = {
         "file": str(source.path),
         "format": loaded.format,
+        "repairs": [str(r) for r in loaded.repairs],
         "counter": counter_label(counter),
         "window": window,
         "compact_at": math.ceil(options["compact_at"] * window),
@@ -125,6 +126,8 @@ def _print_single(report: dict[str, Any]) -> None:
         f"{report['compact_to']:,} (counter: {report['counter']})",
         sys.stdout,
     )
+    for repair in report.get("repairs", ()):
+        say(f"repaired while reading: {repair}")
     sys.stdout.write("\n")
     if "price" in report:
         from .replay_cost import print_priced
@@ -241,6 +244,7 @@ def _compactor(
 
 
 def run(args: Any) -> int:
+    check_format(args.format)
     if not args.compact_to < args.compact_at:
         raise CliError(
             f"--compact-to ({args.compact_to}) must be below --compact-at ({args.compact_at})"
@@ -262,6 +266,7 @@ def run(args: Any) -> int:
             "cadence",
             "overhead",
             "policy",
+            "format",
         )
     }
     if args.prices and not args.price:

@@ -78,15 +78,15 @@ def expand(paths: Iterable[str]) -> list[Source]:
     return found
 
 
-def load(source: Source | Path) -> Any:
+def load(source: Source | Path, format: str | None = None) -> Any:
     """The [`Loaded`][compaction.formats.loaded.Loaded] transcript of ``source`` (any known
-    format)."""
+    format, or the one ``format`` names)."""
     from ..formats import load as load_transcript
     from ..formats import loads
 
     if isinstance(source, Source) and source.stdin:
-        return loads(sys.stdin.buffer.read(), STDIN_NAME)
-    return load_transcript(source.path if isinstance(source, Source) else source)
+        return loads(sys.stdin.buffer.read(), STDIN_NAME, format)
+    return load_transcript(source.path if isinstance(source, Source) else source, format)
 
 
 def output_format(loaded: Any, to: str | None) -> str:
@@ -137,3 +137,16 @@ def write_output(dest: str | Path, data: bytes, *, mode: int | None = None) -> s
         return STDIO
     write_atomic(Path(dest), data, mode=mode)
     return str(dest)
+
+
+def check_format(name: str | None) -> None:
+    """Refuse an unknown ``--format NAME`` before any file is read (exit 2, the names listed)."""
+    if name is None:
+        return
+    from ..formats import FormatError
+    from ..formats.registry import get
+
+    try:
+        get(name)
+    except FormatError as exc:
+        raise CliError(f"--format: {exc.reason} (see 'compaction formats')") from None

@@ -32,13 +32,14 @@ from ..adapters import AdapterError
 from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
 from ..memory.transcript import SYNTHETIC_KEY, mark
 from ..messages import Message
-from .detect import Document
+from .detect import Document, is_claude_code_record
 from .errors import FormatError
 from .loaded import Loaded
+from .registry import Reader
 from .repair import repair
 from .validate_loaded import finish
 
-__all__ = ["read_claude_code"]
+__all__ = ["READERS", "read_claude_code"]
 
 SOURCE_KEY: Final = "claude_code"
 
@@ -273,3 +274,25 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
             container="jsonl",
         )
     )
+
+
+def _sniff(doc: Document, path: str) -> bool:
+    if doc.records is not None:
+        return is_claude_code_record(doc.records[0][1])
+    value = doc.value
+    if isinstance(value, list):
+        return bool(value) and all(is_claude_code_record(r) for r in value)
+    return is_claude_code_record(value)
+
+
+READERS = (
+    Reader(
+        name="claude-code",
+        title="Claude Code session log (~/.claude/projects/*/<session>.jsonl)",
+        shape='one {"type", "uuid", "message": {...}} record per line',
+        sniff=_sniff,
+        read=read_claude_code,
+        output="anthropic",
+        priority=70,
+    ),
+)

@@ -25,10 +25,11 @@ from .detect import Document
 from .errors import FormatError
 from .harness import harness_prefixes, synthetic_meta, templates_in
 from .loaded import Loaded
+from .registry import Reader
 from .repair import repair
 from .validate_loaded import finish
 
-__all__ = ["ACTION_REGEX", "read_mini_swe_agent"]
+__all__ = ["ACTION_REGEX", "READERS", "read_mini_swe_agent"]
 
 #: mini-swe-agent's own default ``action_regex``.
 ACTION_REGEX: Final = DEFAULT
@@ -153,3 +154,27 @@ def _response_id(extra: Any, seen: set[str]) -> str | None:
         return None
     seen.add(rid)
     return rid
+
+
+def _sniff(doc: Document, path: str) -> bool:
+    value = doc.value
+    if not isinstance(value, Mapping) or not isinstance(value.get("messages"), list):
+        return False
+    info = value.get("info")
+    fmt = value.get("trajectory_format")
+    return (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
+        isinstance(info, Mapping) and "mini_version" in info
+    )
+
+
+READERS = (
+    Reader(
+        name="mini-swe-agent",
+        title="mini-swe-agent trajectory (*.traj.json)",
+        shape='{"messages": [...], "info": {"mini_version": ...}}',
+        sniff=_sniff,
+        read=read_mini_swe_agent,
+        output="openai",
+        priority=55,
+    ),
+)

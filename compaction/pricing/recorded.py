@@ -2,10 +2,12 @@
 
 Readers keep the provider's own fields in ``Message.meta`` (Claude Code: the line's
 ``timestamp`` and ``message.usage``; mini-swe-agent: ``extra.response`` with ``created`` and
-``usage``). A priced replay needs the time (the prompt cache expires between calls far apart)
-and the output size, and the bill check needs the recorded cache reads and writes; this module
-reads them from the assistant message a call produced, and answers None for what a log does
-not record, so the caller falls back to a stated cadence or a local count.
+``usage``; the other log readers: ``meta["recorded"]``, one shape for every format, see
+[`compaction.formats.logs.recorded`][]). A priced replay needs the time (the prompt cache
+expires between calls far apart) and the output size, and the bill check needs the recorded
+cache reads and writes; this module reads them from the assistant message a call produced,
+and answers None for what a log does not record, so the caller falls back to a stated
+cadence or a local count.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import attrs
 
 from ..messages import Message
 
-__all__ = ["RecordedUsage", "call_time", "recorded_usage"]
+__all__ = ["RecordedUsage", "call_time", "recorded_model", "recorded_usage"]
 
 
 @attrs.frozen(slots=True)
@@ -40,7 +42,7 @@ class RecordedUsage:
 
 
 def _source(message: Message) -> Mapping[str, Any]:
-    for key in ("claude_code", "mini_swe_agent"):
+    for key in ("recorded", "claude_code", "mini_swe_agent"):
         value = message.meta.get(key)
         if isinstance(value, Mapping):
             return value
@@ -79,6 +81,13 @@ def recorded_usage(message: Message) -> RecordedUsage | None:
     """The bill the provider reported for the call that produced ``message``, if recorded."""
     source = _source(message)
     usage = source.get("usage")
+    if isinstance(usage, Mapping) and "uncached" in usage:  # meta["recorded"], any log
+        return RecordedUsage(
+            cache_read=_count(usage.get("cache_read")),
+            cache_write=_count(usage.get("cache_write")),
+            uncached=_count(usage.get("uncached")),
+            output=_count(usage.get("output")),
+        )
     if isinstance(usage, Mapping) and "input_tokens" in usage:  # Anthropic
         creation = usage.get("cache_creation")
         ttl = None
@@ -105,4 +114,19 @@ def recorded_usage(message: Message) -> RecordedUsage | None:
             uncached=max(prompt - cached, 0),
             output=_count(usage.get("completion_tokens")),
         )
+    return None
+
+
+def recorded_model(messages: Any) -> str | None:
+    """The model the log names for its calls (the first assistant message that says), if any."""
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        for key in ("recorded", "claude_code"):
+            source = m.meta.get(key)
+            if isinstance(source, Mapping) and isinstance(source.get("model"), str):
+                return str(source["model"])
+        response = _response(_source(m))
+        if isinstance(response.get("model"), str):
+            return str(response["model"])
     return None
