@@ -160,11 +160,11 @@ def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
         synthetic = synthetic_meta(content, harness) if role == "user" else {}
         messages.append(Message(role, content, meta={SOURCE_KEY: source, **synthetic}, id=msg_id))
     fixed, repairs = repair(messages)
-    extra: dict[str, Any] = {}
+    kept: dict[str, Any] = {}
     if ended:
         last = ended[-1].get("extra")
         status = last.get("exit_status") if isinstance(last, Mapping) else None
-        extra["exit"] = {"exit_status": status, "messages": len(ended)}
+        kept["exit"] = {"exit_status": status, "messages": len(ended)}
     container = "object" if isinstance(doc.value, Mapping) else "list"
     skipped = {"exit": len(ended)} if ended else {}
     return finish(
@@ -175,7 +175,7 @@ def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
             repairs=repairs,
             skipped=skipped,
             container=container,
-            extra=extra,
+            extra=kept,
         )
     )
 
