@@ -189,7 +189,7 @@ def read_cline(doc: Document, path: str) -> Loaded:
         messages.extend(answers)
         if others:
             text = blocks_text(others)
-            person = {SOURCE_KEY: source}
+            person: dict[str, Any] = {SOURCE_KEY: source}
             if not _person_text(others):
                 person[SYNTHETIC_KEY] = True
             messages.append(Message("user", text, meta=person))
