@@ -64,7 +64,9 @@ def _check(
     raise FormatError(
         path,
         f"{where}: {first.reason}; expected every tool result right after the assistant "
-        "message that called it, and every call answered (is a tool result's call missing?)",
+        "message that called it, and every call answered (is a tool result's call missing?). "
+        "A log of an agent run rather than a request can be read as one with --format "
+        "openai-log",
         line=line,
     )
 

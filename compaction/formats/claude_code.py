@@ -11,9 +11,9 @@ the rest (``progress``, ``file-history-snapshot``, ``system``, ``summary``,
 - Tool results arrive as ``tool_result`` blocks inside ``user`` lines; each becomes a tool
   message whose ``id`` is the line's ``uuid``. User text lines keep their ``uuid`` as id.
 - A previous compaction (``isCompactSummary``) is kept where it is, marked as a summary with
-  [`compaction.memory.transcript.mark`][] (strategy ``"claude-code"``), so it is never taken as
-  the
-  task anchor; it records the messages it replaced, which stay in the log before it.
+  [`compaction.formats.logs.native_compaction`][] (strategy ``"claude-code"``, a
+  ``meta["boundary"]``), so it is never taken as the task anchor; it records the messages it
+  replaced, which stay in the log before it.
 - Subagent files (``subagents/agent-*.jsonl``, every record ``isSidechain``) read on their own.
   A main log that also holds sidechain records (older versions) keeps only its main chain.
 - A session killed mid-tool leaves calls unanswered: they get an explicit "no result
@@ -30,11 +30,12 @@ from typing import Any, Final
 
 from ..adapters import AdapterError
 from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
-from ..memory.transcript import SYNTHETIC_KEY, mark
+from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message
 from .detect import Document, is_claude_code_record
 from .errors import FormatError
 from .loaded import Loaded
+from .logs import native_compaction
 from .registry import Reader
 from .repair import repair
 from .validate_loaded import finish
@@ -121,7 +122,7 @@ class _Assistant:
             self.source["usage"] = usage  # the last line's usage is the message's
 
 
-def read_claude_code(doc: Document, path: str | Path) -> Loaded:
+def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-code") -> Loaded:
     records = (
         doc.records
         if doc.records is not None
@@ -257,7 +258,7 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
             _, m, boundary = item
             # Claude Code's own record of the compaction (trigger, tokens before) goes along.
             details = {k: boundary[k] for k in ("trigger", "preTokens") if k in boundary}
-            m = mark(m, strategy="claude-code", kind="summary", replaces=since_summary, **details)
+            m = native_compaction(m, agent="claude-code", replaces=since_summary, **details)
             since_summary = []
         else:
             m = item
@@ -267,7 +268,7 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
     return finish(
         Loaded(
             fixed,
-            "claude-code",
+            format,
             str(path),
             repairs=repairs,
             skipped=dict(skipped),

@@ -99,7 +99,7 @@ def native_compaction(
     """``message`` (the agent's own compaction summary) marked as what it is."""
     boundary = {"kind": "compaction", "agent": agent, **details}
     marked = mark(message, strategy=agent, kind="summary", replaces=replaces, **details)
-    return marked.replace(meta={**marked.meta, BOUNDARY_KEY: boundary, SYNTHETIC_KEY: True})
+    return marked.replace(meta={**marked.meta, BOUNDARY_KEY: boundary})
 
 
 def _only_calls(message: Message, first: Message) -> bool:
