@@ -34,7 +34,7 @@ from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message
 from .detect import Document, is_claude_code_record
 from .errors import FormatError
-from .loaded import Loaded
+from .loaded import Loaded, Repair
 from .logs import native_compaction
 from .registry import Reader
 from .repair import repair
@@ -122,6 +122,21 @@ class _Assistant:
             self.source["usage"] = usage  # the last line's usage is the message's
 
 
+def _malformed(record: Mapping[str, Any]) -> str | None:
+    """What makes a user/assistant record unreadable (None when it is fine)."""
+    message = record.get("message")
+    if not isinstance(message, Mapping):
+        return "no 'message' object; expected {'type', 'uuid', 'message': {...}}"
+    content = message.get("content")
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return "message.content: expected text or a list of blocks"
+    if not all(isinstance(b, Mapping) for b in content):
+        return "message.content: expected a list of block objects"
+    return None
+
+
 def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-code") -> Loaded:
     records = (
         doc.records
@@ -133,6 +148,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
     seen_uuids: set[str] = set()
     boundaries: dict[int, Mapping[str, Any]] = {}
     last_boundary: Mapping[str, Any] | None = None
+    bad: list[Repair] = []
     for line, record in records:
         kind = record.get("type")
         if kind not in _CHAT:
@@ -150,13 +166,11 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
                 skipped["duplicate"] += 1
                 continue
             seen_uuids.add(uuid)
-        if not isinstance(record.get("message"), Mapping):
-            raise FormatError(
-                path,
-                f"a {kind!r} record without a 'message' object; expected "
-                "Claude Code's {'type', 'uuid', 'message': {...}} records",
-                line=line,
-            )
+        problem = _malformed(record)
+        if problem is not None:
+            # A log is read as a log: one odd record is skipped and reported, not the file lost.
+            bad.append(Repair("skipped_line", "", -1, f"a {kind!r} record: {problem}", line=line))
+            continue
         chat.append((line, record))
     if any(not r.get("isSidechain") for _, r in chat):
         sidechain = sum(1 for _, r in chat if r.get("isSidechain"))
@@ -270,7 +284,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
             fixed,
             format,
             str(path),
-            repairs=repairs,
+            repairs=(*bad, *repairs),
             skipped=dict(skipped),
             container="jsonl",
         )
