@@ -2,7 +2,7 @@
 provider's shape.
 
 [`load`][] takes a path and needs no options: every reader registered in
-[`compaction.formats.registry`][] claims the shapes it knows by content (``compaction
+``compaction.formats.registry`` claims the shapes it knows by content (``compaction
 formats`` lists them, in the order they are tried), and ``load(path, format=NAME)`` (``--format
 NAME`` on the command line) forces one. What it returns always passes
 [`compaction.validate.validate`][]; a file it cannot read raises [`FormatError`][] naming the
