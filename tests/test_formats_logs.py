@@ -263,3 +263,24 @@ def test_codex_compaction_is_kept_as_a_native_summary_of_what_came_before():
     assert summary.meta["boundary"]["kind"] == "compaction"
     assert len(summary.meta["compaction"]["replaces"]) == at
     assert not is_person_written(summary)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "codex/VibeCodingTracker__codex.jsonl",
+        "mini-swe-agent-v2/mini-swe-agent__django__django-10914.traj.json",
+    ],
+)
+def test_the_bill_check_and_priced_replay_run_on_logs_that_record_usage(name):
+    from compaction.pricing.bill_check import check_bill
+    from compaction.pricing.prices import price_for
+
+    path = LOGS / name
+    if not path.is_file():
+        pytest.skip(f"{name} is not present")
+    loaded = load(path)
+    with_usage = [m for m in loaded.messages if recorded_usage(m) is not None]
+    bill = check_bill(loaded.messages, price_for("gpt-5"))
+    assert bill is not None and bill.calls == len(with_usage)
+    assert bill.recorded_read == sum(recorded_usage(m).cache_read for m in with_usage)

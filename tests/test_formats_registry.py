@@ -212,3 +212,25 @@ def test_anthropic_compaction_blocks_and_openai_compaction_items_pass_through():
         {"role": "user", "content": "go on"},
     ]
     assert to_responses(from_responses(items)) == items
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def test_cli_lists_the_formats_and_forces_one(tmp_path, capsys):
+    from tests.test_cli import call
+
+    listing = call(capsys, "formats", "--json")
+    assert listing.returncode == 0
+    assert [r["name"] for r in json.loads(listing.stdout)] == [r.name for r in readers()]
+    path = LOGS / "export" / "trajectory.json"
+    found = call(capsys, "formats", str(path), "--json")
+    assert json.loads(found.stdout)["format"] == "openai-log"
+    assert json.loads(found.stdout)["considered"] == [r.name for r in readers()]
+    strict = call(capsys, "count", str(path), "--format", "openai", "--counter", "approx")
+    assert strict.returncode == 2 and "read as openai" in strict.stderr
+    read = call(capsys, "count", str(path), "--counter", "approx", "--json")
+    assert read.returncode == 0 and json.loads(read.stdout)["format"] == "openai-log"
+    assert "repaired while reading" not in read.stdout
+    unknown = call(capsys, "replay", str(path), "--window", "900", "--format", "nope")
+    assert unknown.returncode == 2 and "the formats are:" in unknown.stderr

@@ -27,5 +27,9 @@ class FormatError(ValueError):
         self.format = format
         self.reason = message
         where = f"{self.path}, line {line}" if line is not None else self.path
-        taken = f"read as {format}: " if format is not None and "read as " not in message else ""
+        taken = (
+            f"read as {format}: "
+            if format is not None and not message.startswith("read as ")
+            else ""
+        )
         super().__init__(f"{where}: {taken}{message}")
