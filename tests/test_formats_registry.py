@@ -208,10 +208,14 @@ def test_anthropic_compaction_blocks_and_openai_compaction_items_pass_through():
         Message("assistant", "Earlier: the parser was fixed.")
     ) - counter.count(Message("assistant", ""))
     items = [
+        {"type": "reasoning", "id": "rs_1", "summary": []},
         {"type": "compaction", "id": "cmp_1", "encrypted_content": "gAAA"},
-        {"role": "user", "content": "go on"},
+        {"type": "message", "role": "assistant", "content": "Continuing."},
     ]
-    assert to_responses(from_responses(items)) == items
+    read_items = from_responses(items)
+    assert to_responses(read_items) == items
+    [boundary] = [m for m in read_items if "boundary" in m.meta]
+    assert boundary.meta["responses"]["items"] == [items[1]]
 
 
 # --- the command line ------------------------------------------------------------------------
