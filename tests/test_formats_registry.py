@@ -238,3 +238,50 @@ def test_cli_lists_the_formats_and_forces_one(tmp_path, capsys):
     assert "repaired while reading" not in read.stdout
     unknown = call(capsys, "replay", str(path), "--window", "900", "--format", "nope")
     assert unknown.returncode == 2 and "the formats are:" in unknown.stderr
+
+
+def test_a_codex_rollout_of_every_record_kind(tmp_path):
+    def line(t: str, kind: str, payload: dict) -> str:
+        return json.dumps({"timestamp": t, "type": kind, "payload": payload}) + "\n"
+
+    def usage(inp: int, cached: int, out: int) -> dict:
+        last = {"input_tokens": inp, "cached_input_tokens": cached, "output_tokens": out}
+        return {"type": "token_count", "info": {"last_token_usage": last}}
+
+    ENV = "<environment_context>cwd=/r</environment_context>"
+    text = "".join(
+        [
+            line("T0", "session_meta", {"id": "s", "instructions": "You are Codex."}),
+            line("T1", "turn_context", {"model": "gpt-5-codex"}),
+            line("T2", "response_item", {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": ENV}]}),
+            line("T3", "response_item", {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": "Bump the version"}]}),
+            line("T4", "event_msg", usage(900, 0, 50)),  # older Codex: before the items
+            line("T5", "response_item", {"type": "custom_tool_call", "name": "apply_patch",
+                                         "input": "*** Begin Patch", "call_id": "p1"}),
+            line("T6", "response_item", {"type": "custom_tool_call_output", "call_id": "p1",
+                                         "output": "Done"}),
+            line("T7", "response_item", {"type": "message", "role": "developer", "content": [
+                {"type": "input_text", "text": "Approval policy changed."}]}),
+            line("T8", "response_item", {"type": "function_call", "name": "shell",
+                                         "arguments": "{}", "call_id": "c2"}),
+            line("T9", "event_msg", usage(1000, 896, 20)),  # newer Codex: after them
+            line("T10", "event_msg", {"type": "agent_message", "message": "..."}),
+        ]
+    )  # fmt: skip
+    path = tmp_path / "rollout-1.jsonl"
+    path.write_text(text)
+    loaded = load(path)
+    assert loaded.format == "codex"
+    roles = [m.role for m in loaded.messages]
+    assert roles == ["system", "user", "user", "assistant", "tool", "user", "assistant", "tool"]
+    assert is_synthetic(loaded.messages[1]) and is_person_written(loaded.messages[2])
+    assert loaded.messages[5].meta["boundary"] == {"kind": "system"}
+    recorded = [m.meta["recorded"] for m in loaded.messages if m.role == "assistant"]
+    assert [r["usage"]["cache_read"] for r in recorded] == [0, 896]
+    assert [r["usage"]["uncached"] for r in recorded] == [900, 104]
+    assert [r["timestamp"] for r in recorded] == ["T5", "T8"]
+    assert {r["model"] for r in recorded} == {"gpt-5-codex"}
+    assert [r.kind for r in loaded.repairs] == ["boundary", "no_result"]
+    assert loaded.skipped == {"event_msg agent_message": 1}
