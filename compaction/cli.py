@@ -1,4 +1,5 @@
-"""The ``compaction`` command: compact, count, replay, check, tune, strategies, session, example.
+"""The ``compaction`` command: compact, count, replay, check, tune, strategies, formats, session,
+example.
 
 Exit codes: 0 done; 1 the target could not be reached (the best result is still written, and
 the report says so); 2 bad usage or bad input (one line on stderr naming the problem, nothing
@@ -25,6 +26,7 @@ _COMMANDS = {
     "count": "compaction._cli.cmd_count",
     "replay": "compaction._cli.cmd_replay",
     "strategies": "compaction._cli.cmd_strategies",
+    "formats": "compaction._cli.cmd_formats",
     "session": "compaction._cli.cmd_session",
     "example": "compaction._cli.cmd_example",
     "check": "compaction._cli.cmd_check",

@@ -405,3 +405,107 @@ def test_a_symlink_to_a_directory_is_not_searched(
     assert call(capsys, "count", str(logs), "--counter", "approx").returncode == 0
     line = one_line_error(call(capsys, "count", str(link), "--counter", "approx"))
     assert f"{link}: is a symlink; refusing to follow it" in line
+
+
+# -- every reader, on mutated real shapes --------------------------------------------------
+
+_LOG_FIXTURES = Path(__file__).resolve().parent / "fixtures" / "formats" / "logs"
+_SHARED_LOGS = Path(__file__).resolve().parents[2] / "shared" / "data" / "logs"
+
+
+def _seeds() -> list[Path]:
+    """One file of every agent-log shape we have: the hand-made fixtures, and the public logs
+    small enough to mutate quickly (when present)."""
+    found = [p for p in _LOG_FIXTURES.rglob("*") if p.is_file()]
+    if _SHARED_LOGS.is_dir():
+        found += [
+            p
+            for p in _SHARED_LOGS.glob("*/*")
+            if p.is_file() and p.suffix in (".json", ".jsonl") and p.stat().st_size < 40_000
+        ]
+    return sorted(found)
+
+
+_SEEDS = _seeds()
+
+
+def _nodes(value: Any, limit: int = 3000) -> list[tuple[Any, Any]]:
+    """(container, key) of every value inside ``value``, breadth first, at most ``limit``."""
+    out: list[tuple[Any, Any]] = []
+    queue = [value] if isinstance(value, dict | list) else []
+    while queue and len(out) < limit:
+        item = queue.pop(0)
+        keys = list(item) if isinstance(item, dict) else range(len(item))
+        for key in keys:
+            out.append((item, key))
+            if isinstance(item[key], dict | list):
+                queue.append(item[key])
+    return out
+
+
+@st.composite
+def _mutated_log(draw: st.DrawFn) -> tuple[str, bytes]:
+    """A real agent-log shape with one value replaced, removed, or the file cut short."""
+    path = draw(st.sampled_from(_SEEDS))
+    text = path.read_text()
+    how = draw(st.sampled_from(["odd", "odd", "delete", "cut"]))
+    if how == "cut":
+        return path.name, text.encode()[: draw(st.integers(1, max(1, len(text) - 1)))]
+    jsonl = path.suffix == ".jsonl"
+    docs = [json.loads(x) for x in text.split("\n") if x.strip()] if jsonl else [json.loads(text)]
+    doc = docs[draw(st.integers(0, len(docs) - 1))]
+    nodes = _nodes(doc)
+    if nodes:
+        container, key = draw(st.sampled_from(nodes))
+        if how == "delete":
+            del container[key]
+        else:
+            container[key] = draw(_ODD)
+    if jsonl:
+        return path.name, "".join(json.dumps(d) + "\n" for d in docs).encode()
+    return path.name, json.dumps(docs[0]).encode()
+
+
+def _reader_names() -> list[str]:
+    from compaction.formats.registry import readers
+
+    return [r.name for r in readers()]
+
+
+@pytest.mark.skipif(not _SEEDS, reason="no agent-log fixtures")
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=_mutated_log(), forced=st.sampled_from(_reader_names()))
+def test_fuzz_every_reader_on_mutated_agent_logs_never_exit_70(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: tuple[str, bytes], forced: str
+) -> None:
+    name, data = case
+    src = tmp_path / name
+    src.write_bytes(data)
+    commands = [
+        ["count", str(src), "--counter", "approx"],
+        ["compact", str(src), "--target", "60", "--counter", "approx", "--dry-run"],
+        ["replay", str(src), "--window", "400", "--counter", "approx"],
+        ["formats", str(src)],
+    ]
+    commands.append(["count", str(src), "--counter", "approx", "--format", forced])
+    for args in commands:
+        result = call(capsys, *args)
+        assert result.returncode in (0, 1, 2), (args, data[:300], result.stderr)
+        assert "internal error" not in result.stderr, (args, data[:300], result.stderr)
+        assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_hostile_corpus_forced_through_every_reader_never_exit_70(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "input.jsonl"
+    src.write_bytes(CORPUS[name])
+    for fmt in _reader_names():
+        result = call(capsys, "count", str(src), "--counter", "approx", "--format", fmt)
+        assert result.returncode in (0, 2), (fmt, result.stderr)
+        assert "internal error" not in result.stderr, (fmt, result.stderr)

@@ -32,7 +32,6 @@ def fixture(name: str) -> Path:
         ("binary.traj", None, "binary file"),
         ("not_json.json", None, "not JSON"),
         ("truncated.json", None, "not JSON"),
-        ("truncated.jsonl", 2, "truncated"),
         ("unknown_shape.json", None, "unknown shape"),
         ("unknown_records.jsonl", 1, "unknown record shape"),
         ("orphan_result.openai.json", None, "does not follow an assistant message"),
@@ -50,6 +49,25 @@ def test_bad_files_name_the_file_the_line_and_what_was_expected(name, line, says
     assert str(path) in str(err.value)
     if name != "orphan_result.openai.json":
         assert "expected" in str(err.value)
+
+
+def test_a_log_with_a_truncated_last_line_is_read_and_the_line_reported():
+    # A Claude Code session killed mid-write: the whole file is not lost to its last line.
+    loaded = load(fixture("truncated.jsonl"))
+    assert loaded.format == "claude-code"
+    assert [m.role for m in loaded.messages] == ["user"]
+    skipped = [r for r in loaded.repairs if r.kind == "skipped_line"]
+    assert [r.line for r in skipped] == [2]
+    assert "truncated" in str(skipped[0])
+
+
+def test_a_request_with_a_truncated_line_is_still_refused(tmp_path):
+    path = tmp_path / "chat.jsonl"
+    path.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "cont')
+    with pytest.raises(FormatError) as err:
+        load(path)
+    assert err.value.line == 2
+    assert "truncated" in str(err.value)
 
 
 def test_a_missing_file_and_a_directory_are_format_errors(tmp_path):

@@ -14,7 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from .batch import Batch
 from .errors import EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import Source, load, write_atomic
+from .inputs import Source, check_format, load, write_atomic
 from .ladder import cached
 from .render import Table, dump_json, render, say
 
@@ -52,7 +52,7 @@ def check_source(source: Source, options: dict[str, Any]) -> Any:
 
     counter = cached("counter", options["counter"], options["encoding"])
     config, _ = load_settings(options["config"])
-    loaded = load(source)
+    loaded = load(source, options["format"])
     if not loaded.messages:
         raise CliError(f"{source.path}: no messages read (as {loaded.format})")
     return check_log(
@@ -141,12 +141,14 @@ def run(args: Any) -> int:
 
     _, thresholds = load_settings(args.config)  # a bad config fails before any log is read
     price_row(args.price)
+    check_format(args.format)
     options = {
         "counter": args.counter,
         "encoding": args.encoding,
         "config": args.config,
         "window": args.window,
         "price": args.price,
+        "format": args.format,
     }
     batch = Batch(args.files, "checking", args.jobs, args.verbose)
     with batch:

@@ -30,7 +30,7 @@ from .destinations import (
     write,
 )
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import STDIO, Source, load, output_format, write_stdout
+from .inputs import STDIO, Source, check_format, load, output_format, write_stdout
 from .ladder import cached, counter_label, ladder_names
 from .render import Table, dump_json, render, say
 
@@ -111,7 +111,7 @@ def compact_file(source: Source, options: dict[str, Any]) -> tuple[dict[str, Any
     args = SimpleNamespace(**options)
     counter = cached("counter", args.counter, args.encoding)
     pipeline = cached("ladder", args.ladder, args.config, args.counter, args.encoding)
-    loaded = load(source)
+    loaded = load(source, args.format)
     written = fit_written(pipeline, loaded, args.target, counter, args.to, limit=args.limit)
     result = written.result
     dest = destination(args, source, args.single, loaded)
@@ -268,6 +268,7 @@ def _print_summary(reports: list[dict[str, Any]]) -> None:
 
 
 def run(args: Any) -> int:
+    check_format(args.format)
     target = _target(args)
     # Built here so that a bad key or config fails before any file is read.
     cached("ladder", args.ladder, args.config, args.counter, args.encoding)
@@ -291,7 +292,7 @@ def run(args: Any) -> int:
         check_destination(args.output)  # a device, FIFO or symlink: refused before any work
     options = {
         k: getattr(args, k)
-        for k in ("counter", "encoding", "ladder", "config", "to", "output", "dry_run")
+        for k in ("counter", "encoding", "ladder", "config", "to", "output", "dry_run", "format")
     }
     options.update(target=target, limit=_limit(args, target), single=single)
 

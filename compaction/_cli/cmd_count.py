@@ -13,7 +13,7 @@ from typing import Any
 from .._text import plural
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK
-from .inputs import load
+from .inputs import check_format, load
 from .ladder import cached, counter_label
 from .render import Table, dump_json, render, say
 
@@ -84,6 +84,8 @@ def _print_single(report: dict[str, Any]) -> None:
         f"{total:,} tokens (counter: {report['counter']})",
         sys.stdout,
     )
+    for repair in report.get("repairs", ()):
+        say(f"repaired while reading: {repair}")
     sys.stdout.write("\n")
     roles = Table(
         ["role", "messages", "tokens", "share"],
@@ -154,21 +156,26 @@ def _print_summary(reports: list[dict[str, Any]], counter: str) -> None:
     render(table)
 
 
-def count_file(source: Any, counter_kind: str, encoding: str | None, top: int) -> dict[str, Any]:
+def count_file(
+    source: Any, counter_kind: str, encoding: str | None, top: int, format: str | None = None
+) -> dict[str, Any]:
     """The report for one file (run in a worker process with ``-j``)."""
     counter = cached("counter", counter_kind, encoding)
-    loaded = load(source)
+    loaded = load(source, format)
     report = {"file": str(source.path), "format": loaded.format, "counter": counter_label(counter)}
     report.update(count_messages(loaded.messages, counter, top))
+    report["repairs"] = [str(r) for r in loaded.repairs]
     return report
 
 
 def run(args: Any) -> int:
+    check_format(args.format)
     counter = cached("counter", args.counter, args.encoding)
     batch = Batch(args.files, "counting", args.jobs, args.verbose)
     single = batch.single
     with batch:
-        reports = [r for _, r in batch.run(count_file, args.counter, args.encoding, args.top)]
+        work = batch.run(count_file, args.counter, args.encoding, args.top, args.format)
+        reports = [r for _, r in work]
     if args.json:
         if single:
             dump_json(reports[0])

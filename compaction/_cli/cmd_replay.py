@@ -17,7 +17,7 @@ import attrs
 from ..pricing.recorded import MAX_TOKENS
 from .batch import Batch
 from .errors import EXIT_BAD_INPUT, EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import STDIO, Source, load
+from .inputs import STDIO, Source, check_format, load
 from .ladder import build_ladder, cached, counter_label
 from .render import Table, dump_json, render, say
 from .replay_cost import _cost, _earnings, _price, _price_info
@@ -34,7 +34,7 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
 
     counter = cached("counter", options["counter"], options["encoding"])
     pipeline = build_ladder(options["ladder"], options["config"], counter)
-    loaded = load(source)
+    loaded = load(source, options["format"])
     tools = (getattr(loaded, "extra", None) or {}).get("tools")
     window = options["window"]
     compactor = _compactor(
@@ -59,6 +59,7 @@ def replay_file(source: Source, options: dict[str, Any]) -> dict[str, Any]:
     report = {
         "file": str(source.path),
         "format": loaded.format,
+        "repairs": [str(r) for r in loaded.repairs],
         "counter": counter_label(counter),
         "window": window,
         "compact_at": math.ceil(options["compact_at"] * window),
@@ -155,6 +156,8 @@ def _print_single(report: dict[str, Any]) -> None:
         f"{report['compact_to']:,} (counter: {report['counter']})",
         sys.stdout,
     )
+    for repair in report.get("repairs", ()):
+        say(f"repaired while reading: {repair}")
     sys.stdout.write("\n")
     if "price" in report:
         from .replay_cost import print_priced
@@ -288,6 +291,7 @@ def _apply_config(args: Any) -> None:
 
 
 def run(args: Any) -> int:
+    check_format(args.format)
     _apply_config(args)
     if not args.compact_to < args.compact_at:
         raise CliError(
@@ -312,6 +316,7 @@ def run(args: Any) -> int:
             "policy",
             "min_saving",
             "cache_aware",
+            "format",
         )
     }
     if args.prices and not args.price:

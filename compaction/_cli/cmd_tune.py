@@ -9,7 +9,7 @@ from typing import Any
 
 from .cmd_check import load_settings, price_row
 from .errors import EXIT_OK, EXIT_UNREACHED, CliError
-from .inputs import expand, load, write_atomic
+from .inputs import check_format, expand, load, write_atomic
 from .ladder import cached
 from .render import Table, dump_json, progress, render, say
 
@@ -82,8 +82,9 @@ def run(args: Any) -> int:
     counter = cached("counter", args.counter, args.encoding)
     del counter  # the check builds its own per log; loaded once here to fail early
     logs = []
+    check_format(args.format)
     for source in expand(args.files):
-        loaded = load(source)
+        loaded = load(source, args.format)
         if not loaded.messages:
             raise CliError(f"{source.path}: no messages read (as {loaded.format})")
         logs.append((str(source.path), loaded.messages))

@@ -13,6 +13,7 @@ __all__ = [
     "MAIN_EPILOG",
     "REPLAY_EPILOG",
     "SESSION_EPILOG",
+    "FORMATS_EPILOG",
     "STRATEGIES_EPILOG",
 ]
 
@@ -71,6 +72,13 @@ to --compact-to), and its tokens sent, compactions and prefix-cache share are sh
 --price, every call is also priced with the provider's prompt cache (reads, writes, uncached
 input, output, USD), beside the same run with no compaction; the model behind the figures
 is in "What a compaction costs" on the documentation site.
+"""
+
+FORMATS_EPILOG = """\
+examples:
+  compaction formats
+  compaction formats ~/.codex/sessions/2026/01/05/rollout-*.jsonl
+  compaction count trajectory.json --format openai-log
 """
 
 STRATEGIES_EPILOG = """\

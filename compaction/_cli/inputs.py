@@ -101,14 +101,14 @@ def read_input(source: Source | Path) -> bytes:
     return read_regular(path, MAX_TRANSCRIPT_BYTES, "transcript")
 
 
-def load(source: Source | Path) -> Any:
+def load(source: Source | Path, format: str | None = None) -> Any:
     """The [`Loaded`][compaction.formats.loaded.Loaded] transcript of ``source`` (any known
-    format), read by [`read_input`][]."""
+    format, or the one ``format`` names), read by [`read_input`][]."""
     from ..formats import loads
 
     stdin = isinstance(source, Source) and source.stdin
     name = STDIN_NAME if stdin else str(source.path if isinstance(source, Source) else source)
-    return loads(read_input(source), name)
+    return loads(read_input(source), name, format)
 
 
 def output_format(loaded: Any, to: str | None) -> str:
@@ -159,3 +159,16 @@ def write_output(dest: str | Path, data: bytes, *, mode: int | None = None) -> s
         return STDIO
     write_atomic(Path(dest), data, mode=mode)
     return str(dest)
+
+
+def check_format(name: str | None) -> None:
+    """Refuse an unknown ``--format NAME`` before any file is read (exit 2, the names listed)."""
+    if name is None:
+        return
+    from ..formats import FormatError
+    from ..formats.registry import get
+
+    try:
+        get(name)
+    except FormatError as exc:
+        raise CliError(f"--format: {exc.reason} (see 'compaction formats')") from None

@@ -9,6 +9,7 @@ from .epilogs import (
     COMPACT_EPILOG,
     COUNT_EPILOG,
     EXAMPLE_EPILOG,
+    FORMATS_EPILOG,
     MAIN_EPILOG,
     REPLAY_EPILOG,
     SESSION_EPILOG,
@@ -113,6 +114,18 @@ def _counting() -> Parser:
     return counting
 
 
+def _formatting() -> Parser:
+    formatting = Parser(add_help=False)
+    formatting.add_argument(
+        "--format",
+        metavar="NAME",
+        default=None,
+        help="read every input as this format instead of detecting it ('compaction formats' "
+        "lists them)",
+    )
+    return formatting
+
+
 def _laddering() -> Parser:
     laddering = Parser(add_help=False)
     group = laddering.add_mutually_exclusive_group()
@@ -148,6 +161,7 @@ def build_parser() -> Parser:
         parents=[
             _common("print the report as JSON on stdout (needs -o or --dry-run)"),
             _counting(),
+            _formatting(),
             _laddering(),
             _jobs(),
         ],
@@ -195,7 +209,12 @@ def build_parser() -> Parser:
         description="Count a conversation's tokens: by role, by tool, and the largest messages.",
         epilog=COUNT_EPILOG,
         formatter_class=_FORMATTER,
-        parents=[_common("print the counts as JSON on stdout"), _counting(), _jobs()],
+        parents=[
+            _common("print the counts as JSON on stdout"),
+            _counting(),
+            _formatting(),
+            _jobs(),
+        ],
     )
     count.add_argument(
         "files", nargs="+", metavar="FILE", help="conversation files or dirs ('-': stdin)"
@@ -213,6 +232,7 @@ def build_parser() -> Parser:
         parents=[
             _common("print every call as JSON on stdout"),
             _counting(),
+            _formatting(),
             _laddering(),
             _jobs(),
         ],
@@ -275,7 +295,7 @@ def build_parser() -> Parser:
 
     from .parser_check import add_check_parsers
 
-    add_check_parsers(sub, _common, _counting(), _jobs(), _FORMATTER)
+    add_check_parsers(sub, _common, [_counting(), _formatting()], _jobs(), _FORMATTER)
 
     strategies = sub.add_parser(
         "strategies",
@@ -288,6 +308,17 @@ def build_parser() -> Parser:
     strategies.add_argument(
         "--config", metavar="FILE", help="explain the trigger and ladder a config file sets"
     )
+
+    formats = sub.add_parser(
+        "formats",
+        help="list the transcript and agent-log formats read (or which one files are)",
+        description="Every format the readers know, in the order detection tries them; with "
+        "files, the format each one is read as and every format considered.",
+        epilog=FORMATS_EPILOG,
+        formatter_class=_FORMATTER,
+        parents=[_common("print the formats as JSON on stdout")],
+    )
+    formats.add_argument("files", nargs="*", metavar="FILE", help="files to detect")
 
     example = sub.add_parser(
         "example",

@@ -49,8 +49,9 @@ def window_option(text: str) -> int | float:
         ) from None
 
 
-def add_check_parsers(sub: Any, common: Any, counting: Any, jobs: Any, formatter: Any) -> None:
-    """Add ``check`` and ``tune`` to the subcommands ``sub`` (parent parsers given)."""
+def add_check_parsers(sub: Any, common: Any, reading: list[Any], jobs: Any, formatter: Any) -> None:
+    """Add ``check`` and ``tune`` to the subcommands ``sub`` (``reading``: the parent parsers
+    of counting and ``--format``)."""
     check = sub.add_parser(
         "check",
         help="replay logs and check what compaction keeps and costs against floors",
@@ -59,7 +60,7 @@ def add_check_parsers(sub: Any, common: Any, counting: Any, jobs: Any, formatter
         "cost; exit 1 when a floor is not held.",
         epilog=CHECK_EPILOG,
         formatter_class=formatter,
-        parents=[common("print the report as JSON on stdout"), counting, jobs],
+        parents=[common("print the report as JSON on stdout"), *reading, jobs],
     )
     _shared(check)
     check.add_argument(
@@ -74,7 +75,7 @@ def add_check_parsers(sub: Any, common: Any, counting: Any, jobs: Any, formatter
         "default keeps.",
         epilog=TUNE_EPILOG,
         formatter_class=formatter,
-        parents=[common("print the report as JSON on stdout"), counting],
+        parents=[common("print the report as JSON on stdout"), *reading],
     )
     _shared(tune, price_required=True)
     tune.add_argument(

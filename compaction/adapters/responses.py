@@ -12,7 +12,10 @@ on. The mapping:
   assistant message: its text, the calls that carry a ``call_id`` as [`ToolCall`][], and every
   item kept in ``meta["responses"]`` in order, so a step (reasoning, text and calls) is kept or
   dropped whole and reasoning is never separated from the call it led to;
-- a ``*_call_output`` item -> a tool message answering its ``call_id``.
+- a ``*_call_output`` item -> a tool message answering its ``call_id``;
+- a ``compaction`` item (the provider's own compaction of what came before) -> an assistant
+  message of its own holding only that item, marked ``meta["boundary"]``; written back as the
+  item, unchanged.
 
 Writing reverses it. A message nothing rewrote goes back out as the very item objects it was
 read from (the Agents SDK matches items by identity); a rewritten one is written from its new
@@ -142,6 +145,15 @@ class _Reader:
                     meta={META_KEY: {"item": raw, "text": text}},
                 )
             )
+        elif kind == "compaction":
+            # The provider's own compaction of everything before it: a boundary of its own,
+            # never merged into the next step, written back as the very item.
+            self.flush()
+            self.items.append((index, raw, item))
+            self.flush()
+            last = self.out[-1]
+            boundary = {"kind": "compaction", "agent": "openai"}
+            self.out[-1] = last.replace(meta={**last.meta, "boundary": boundary})
         elif kind == "message" and role not in (None, "assistant"):
             raise AdapterError(index, "role", f"unknown role {role!r}")
         elif not kind:

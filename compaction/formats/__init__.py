@@ -1,16 +1,40 @@
-"""Reading real transcript files, and writing conversations back in a provider's shape.
+"""Reading real transcript files and agent logs, and writing conversations back in a
+provider's shape.
 
-[`load`][] takes a path and needs no options: it reads OpenAI chats (JSON list, JSONL,
-``{"messages": [...]}``), Anthropic requests (``{"system": ..., "messages": [...]}``),
-mini-swe-agent trajectories (``*.traj.json``), SWE-agent trajectories (``*.traj``) and
-Claude Code session logs (``*.jsonl``), telling them apart by content. What it returns always
-passes [`compaction.validate.validate`][]; a file it cannot read raises
-[`FormatError`][] naming the file (and line, for JSONL) and what was expected.
+[`load`][] takes a path and needs no options: every reader registered in
+``compaction.formats.registry`` claims the shapes it knows by content (``compaction
+formats`` lists them, in the order they are tried), and ``load(path, format=NAME)`` (``--format
+NAME`` on the command line) forces one. What it returns always passes
+[`compaction.validate.validate`][]; a file it cannot read raises [`FormatError`][] naming the
+file, the line (for JSONL), the format it was taken for and what was expected. A file that
+yields no messages, or only empty ones, is such an error too, never an empty conversation.
 
-Rule for broken tool pairs: OpenAI/Anthropic files are requests, so a result whose call is
-missing (or a call left unanswered) is an error; agent logs are records of what happened, so
-they are repaired visibly (explicit "no result recorded" results, orphan results kept as user
-messages saying so) and the repairs listed in ``Loaded.repairs``.
+Requests and logs are read by different rules. OpenAI/Anthropic files are requests: a result
+whose call is missing, a call left unanswered or a bad JSONL line is an error. Agent logs are
+records of what happened, read as logs (``compaction.formats.logs``): split parallel calls
+merged, a mid-run system message or the agent's own compaction kept as a marked boundary,
+unanswered calls answered with a visible "no result recorded", a truncated or undecodable line
+skipped; every change listed in ``Loaded.repairs``.
+
+Adding a reader (one module, a few lines):
+
+1. Write ``compaction/formats/<name>.py`` with ``read_x(doc: Document, path: str) -> Loaded``.
+   ``doc.value`` is the JSON document, or ``doc.records`` the JSONL ``(line, object)`` pairs
+   (bad lines already left out and reported), or, for a reader with ``text=True``, only
+   ``doc.text``. Build [`Message`][compaction.messages.Message]s (the adapters in
+   ``compaction.adapters`` do most shapes), pass them through ``logs.as_log`` (or
+   ``repair.repair``), keep the provider's usage, model and time of each call in the
+   assistant message's ``meta["recorded"]`` (``logs.recorded(...)``) and the format's own
+   fields under ``meta["<name>"]``, mark text the harness wrote into the user role
+   ``meta["synthetic"] = True``, and return ``validate_loaded.finish(Loaded(...))``. Raise
+   ``FormatError(path, "what field, what was expected", line=N)`` for what it cannot read.
+2. End the module with ``READERS = (Reader(name=..., title=..., shape=..., sniff=...,
+   read=read_x, output="openai", priority=30),)``: ``sniff(doc, path)`` says yes only to its
+   own shape (specific shapes 10-40, before the generic chats at 90).
+3. Add the module's name to ``_MODULES`` in ``registry.py`` (the newer formats are listed
+   there already), a section to ``docs/formats.md`` (what is read, what is repaired and why,
+   an example), and tests: a small hand-made fixture under ``tests/fixtures/formats/``, and
+   the real logs counted by an independent parser in ``tests/test_formats_logs.py``.
 
 [`dump`][] writes messages as OpenAI or Anthropic JSON (``Loaded.output_format`` says which
 one an input format goes back as: trajectories as OpenAI, Claude Code logs as Anthropic).
@@ -20,74 +44,52 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, Any
 
 from .._atomic import write_atomic
-from ..adapters import AdapterError
 from ..adapters.anthropic import to_anthropic
 from ..adapters.openai import to_openai
 from ..messages import Message
-from .chat_json import read_anthropic, read_openai
-from .claude_code import read_claude_code
-from .detect import Document, decode, detect, parse_text, read_text
+from .detect import decode, parse_text, read_text
 from .errors import FormatError
 from .loaded import FORMATS, OUTPUT_FORMAT, Loaded, Repair
-from .mini_swe_agent import read_mini_swe_agent
-from .swe_agent import read_swe_agent
+from .registry import Reader, detect, read_document, readers
 
 __all__ = [
     "FORMATS",
     "OUTPUT_FORMAT",
     "FormatError",
     "Loaded",
+    "Reader",
     "Repair",
     "detect_format",
     "dump",
     "dumps",
     "load",
     "loads",
+    "readers",
 ]
 
-_READERS: Final[Mapping[str, Callable[[Document, str | Path], Loaded]]] = {
-    "openai": read_openai,
-    "anthropic": read_anthropic,
-    "mini-swe-agent": read_mini_swe_agent,
-    "swe-agent": read_swe_agent,
-    "claude-code": read_claude_code,
-}
+
+def load(path: str | os.PathLike[str], format: str | None = None) -> Loaded:
+    """Read the transcript at ``path``, whatever its format (see the module docstring);
+    ``format`` (a reader's name) reads it as that format instead of detecting one."""
+    return read_document(parse_text(read_text(path), str(path)), str(path), format)
 
 
-def load(path: str | os.PathLike[str]) -> Loaded:
-    """Read the transcript at ``path``, whatever its format (see the module docstring)."""
-    return _read(read_text(path), str(path))
-
-
-def loads(data: str | bytes, name: str = "<string>") -> Loaded:
+def loads(data: str | bytes, name: str = "<string>", format: str | None = None) -> Loaded:
     """Like [`load`][], for text already in memory (``name`` is used in errors)."""
     text = decode(data, name) if isinstance(data, bytes) else data
     if not text.strip():
         raise FormatError(name, "empty input")
-    return _read(text, name)
+    return read_document(parse_text(text, name), name, format)
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
-    """The format [`load`][] would read ``path`` as (one of ``FORMATS``)."""
-    return detect(parse_text(read_text(path), str(path)), str(path))
-
-
-def _read(text: str, name: str) -> Loaded:
-    doc = parse_text(text, name)
-    fmt = detect(doc, name)
-    try:
-        return _READERS[fmt](doc, name)
-    except FormatError:
-        raise
-    except (AdapterError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
-        # A reader met a shape it did not expect deep inside: say so plainly, not with a
-        # traceback from the middle of it.
-        raise FormatError(name, f"read as {fmt}, but could not make sense of it: {exc}") from exc
+    """The name of the format [`load`][] would read ``path`` as (see [`readers`][])."""
+    return detect(parse_text(read_text(path), str(path)), str(path)).name
 
 
 def _payload(messages: Iterable[Message], format: str, like: Loaded | None) -> Any:

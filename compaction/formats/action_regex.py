@@ -26,10 +26,13 @@ from typing import Any, Final, NamedTuple
 
 from .errors import FormatError
 
-__all__ = ["DEFAULT", "MAX_PATTERN", "SECONDS", "Action", "find_actions"]
+__all__ = ["DEFAULT", "MAX_PATTERN", "MSWEA", "SECONDS", "Action", "find_actions"]
 
-#: mini-swe-agent's own default ``action_regex``.
+#: mini-swe-agent's own default ``action_regex`` (1.x).
 DEFAULT: Final = r"```bash\s*\n(.*?)\n```"
+#: mini-swe-agent 2's default ``action_regex``: its own fence, which no other text uses.
+MSWEA: Final = r"```mswea_bash_command\s*\n(.*?)\n```"
+_OPENERS: Final = {DEFAULT: "```bash", MSWEA: "```mswea_bash_command"}
 #: Longest pattern accepted from a file.
 MAX_PATTERN: Final = 1000
 #: Wall-clock bound for running a file's own pattern over all of its turns.
@@ -45,12 +48,14 @@ class Action(NamedTuple):
     command: str
 
 
-def _pattern(value: Mapping[str, Any], path: str | Path) -> str:
+def _pattern(value: Mapping[str, Any], path: str | Path, texts: Sequence[str]) -> str:
     info = value.get("info")
     config = info.get("config") if isinstance(info, Mapping) else None
-    agent = config.get("agent") if isinstance(config, Mapping) else None
-    if not isinstance(agent, Mapping) or "action_regex" not in agent:
-        return DEFAULT
+    # 1.x keeps it in the agent's config, 2.x in the model's (the text-based models).
+    holders = [config.get(k) for k in ("agent", "model")] if isinstance(config, Mapping) else []
+    agent = next((h for h in holders if isinstance(h, Mapping) and "action_regex" in h), None)
+    if agent is None:
+        return MSWEA if any(_OPENERS[MSWEA] in t for t in texts) else DEFAULT
     pattern = agent["action_regex"]
     if not isinstance(pattern, str):
         raise FormatError(path, f"{_FIELD}: expected a regular expression (text)")
@@ -70,9 +75,10 @@ def find_actions(
 ) -> list[Action | None]:
     """For each text, its [`Action`][] when the file's pattern matches it exactly once
     (mini-swe-agent runs nothing for zero or several), else None."""
-    pattern = _pattern(value, path)
-    if pattern == DEFAULT:
-        return [_single(_default_actions(text)) for text in texts]
+    pattern = _pattern(value, path, texts)
+    opener = _OPENERS.get(pattern)
+    if opener is not None:
+        return [_single(_default_actions(text, opener=opener)) for text in texts]
     if not texts:
         return []
     return _bounded(pattern, texts, path)
@@ -82,12 +88,11 @@ def _single(found: list[Action]) -> Action | None:
     return found[0] if len(found) == 1 else None
 
 
-_OPEN: Final = "```bash"
 _CLOSE: Final = "\n```"
 _SPACE: Final = frozenset(" \t\n\r\f\v")
 
 
-def _default_actions(text: str, limit: int = 2) -> list[Action]:
+def _default_actions(text: str, limit: int = 2, opener: str = "```bash") -> list[Action]:
     """``re.finditer(DEFAULT, text, re.DOTALL)``, in linear time (up to ``limit`` matches).
 
     At each ```` ```bash ````, ``\\s*`` takes the whole whitespace run and backtracks to its
@@ -100,10 +105,10 @@ def _default_actions(text: str, limit: int = 2) -> list[Action]:
     no_close_from = len(text) + 1  # the fence does not occur at or after this position
     pos = 0
     while len(found) < limit:
-        start = text.find(_OPEN, pos)
+        start = text.find(opener, pos)
         if start < 0:
             break
-        run_start = run_end = start + len(_OPEN)
+        run_start = run_end = start + len(opener)
         while run_end < len(text) and text[run_end] in _SPACE:
             run_end += 1
         last = text.rfind("\n", run_start, run_end)

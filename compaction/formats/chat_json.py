@@ -17,12 +17,13 @@ from ..adapters.anthropic import from_anthropic
 from ..adapters.openai import from_openai
 from ..messages import Message
 from ..validate import problems
-from .detect import Document
+from .detect import Document, chat_flavor, is_message
 from .errors import FormatError
 from .loaded import Loaded
+from .registry import Reader
 from .repair import rekeyed
 
-__all__ = ["read_anthropic", "read_openai"]
+__all__ = ["READERS", "read_anthropic", "read_openai"]
 
 
 def _unpack(doc: Document, path: str | Path) -> tuple[list[Any], list[int] | None, str, dict]:
@@ -63,7 +64,9 @@ def _check(
     raise FormatError(
         path,
         f"{where}: {first.reason}; expected every tool result right after the assistant "
-        "message that called it, and every call answered (is a tool result's call missing?)",
+        "message that called it, and every call answered (is a tool result's call missing?). "
+        "A log of an agent run rather than a request can be read as one with --format "
+        "openai-log",
         line=line,
     )
 
@@ -106,3 +109,43 @@ def read_anthropic(doc: Document, path: str | Path) -> Loaded:
         container=container,
         extra=extra,
     )
+
+
+def _flavor(doc: Document) -> str | None:
+    """``openai``/``anthropic`` for a chat file, None for anything else."""
+    if doc.records is not None:
+        first = doc.records[0][1]
+        return chat_flavor([r for _, r in doc.records]) if is_message(first) else None
+    value = doc.value
+    if isinstance(value, Mapping):
+        if isinstance(value.get("messages"), list):
+            return chat_flavor(value["messages"], has_system_key="system" in value)
+        return "openai" if is_message(value) else None
+    if isinstance(value, list) and all(is_message(m) for m in value):
+        return chat_flavor(value)
+    return None
+
+
+READERS = (
+    Reader(
+        name="openai",
+        title="OpenAI chat messages (a request, or a conversation saved as one)",
+        shape='a JSON list of messages with "role", one message per JSONL line, or '
+        '{"messages": [...]}',
+        sniff=lambda doc, path: _flavor(doc) == "openai",
+        read=read_openai,
+        output="openai",
+        log=False,
+        priority=90,
+    ),
+    Reader(
+        name="anthropic",
+        title="Anthropic Messages API request",
+        shape='{"system": ..., "messages": [...]} with tool_use/tool_result blocks',
+        sniff=lambda doc, path: _flavor(doc) == "anthropic",
+        read=read_anthropic,
+        output="anthropic",
+        log=False,
+        priority=91,
+    ),
+)

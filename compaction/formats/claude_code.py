@@ -11,9 +11,9 @@ the rest (``progress``, ``file-history-snapshot``, ``system``, ``summary``,
 - Tool results arrive as ``tool_result`` blocks inside ``user`` lines; each becomes a tool
   message whose ``id`` is the line's ``uuid``. User text lines keep their ``uuid`` as id.
 - A previous compaction (``isCompactSummary``) is kept where it is, marked as a summary with
-  [`compaction.memory.transcript.mark`][] (strategy ``"claude-code"``), so it is never taken as
-  the
-  task anchor; it records the messages it replaced, which stay in the log before it.
+  [`compaction.formats.logs.native_compaction`][] (strategy ``"claude-code"``, a
+  ``meta["boundary"]``), so it is never taken as the task anchor; it records the messages it
+  replaced, which stay in the log before it.
 - Subagent files (``subagents/agent-*.jsonl``, every record ``isSidechain``) read on their own.
   A main log that also holds sidechain records (older versions) keeps only its main chain.
 - A session killed mid-tool leaves calls unanswered: they get an explicit "no result
@@ -30,15 +30,17 @@ from typing import Any, Final
 
 from ..adapters import AdapterError
 from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
-from ..memory.transcript import SYNTHETIC_KEY, mark
+from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message
-from .detect import Document
+from .detect import Document, is_claude_code_record
 from .errors import FormatError
-from .loaded import Loaded
+from .loaded import Loaded, Repair
+from .logs import native_compaction
+from .registry import Reader
 from .repair import repair
 from .validate_loaded import finish
 
-__all__ = ["read_claude_code"]
+__all__ = ["READERS", "read_claude_code"]
 
 SOURCE_KEY: Final = "claude_code"
 
@@ -120,7 +122,22 @@ class _Assistant:
             self.source["usage"] = usage  # the last line's usage is the message's
 
 
-def read_claude_code(doc: Document, path: str | Path) -> Loaded:
+def _malformed(record: Mapping[str, Any]) -> str | None:
+    """What makes a user/assistant record unreadable (None when it is fine)."""
+    message = record.get("message")
+    if not isinstance(message, Mapping):
+        return "no 'message' object; expected {'type', 'uuid', 'message': {...}}"
+    content = message.get("content")
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return "message.content: expected text or a list of blocks"
+    if not all(isinstance(b, Mapping) for b in content):
+        return "message.content: expected a list of block objects"
+    return None
+
+
+def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-code") -> Loaded:
     records = (
         doc.records
         if doc.records is not None
@@ -131,6 +148,7 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
     seen_uuids: set[str] = set()
     boundaries: dict[int, Mapping[str, Any]] = {}
     last_boundary: Mapping[str, Any] | None = None
+    bad: list[Repair] = []
     for line, record in records:
         kind = record.get("type")
         if kind not in _CHAT:
@@ -148,13 +166,11 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
                 skipped["duplicate"] += 1
                 continue
             seen_uuids.add(uuid)
-        if not isinstance(record.get("message"), Mapping):
-            raise FormatError(
-                path,
-                f"a {kind!r} record without a 'message' object; expected "
-                "Claude Code's {'type', 'uuid', 'message': {...}} records",
-                line=line,
-            )
+        problem = _malformed(record)
+        if problem is not None:
+            # A log is read as a log: one odd record is skipped and reported, not the file lost.
+            bad.append(Repair("skipped_line", "", -1, f"a {kind!r} record: {problem}", line=line))
+            continue
         chat.append((line, record))
     if any(not r.get("isSidechain") for _, r in chat):
         sidechain = sum(1 for _, r in chat if r.get("isSidechain"))
@@ -256,7 +272,7 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
             _, m, boundary = item
             # Claude Code's own record of the compaction (trigger, tokens before) goes along.
             details = {k: boundary[k] for k in ("trigger", "preTokens") if k in boundary}
-            m = mark(m, strategy="claude-code", kind="summary", replaces=since_summary, **details)
+            m = native_compaction(m, agent="claude-code", replaces=since_summary, **details)
             since_summary = []
         else:
             m = item
@@ -266,10 +282,32 @@ def read_claude_code(doc: Document, path: str | Path) -> Loaded:
     return finish(
         Loaded(
             fixed,
-            "claude-code",
+            format,
             str(path),
-            repairs=repairs,
+            repairs=(*bad, *repairs),
             skipped=dict(skipped),
             container="jsonl",
         )
     )
+
+
+def _sniff(doc: Document, path: str) -> bool:
+    if doc.records is not None:
+        return is_claude_code_record(doc.records[0][1])
+    value = doc.value
+    if isinstance(value, list):
+        return bool(value) and all(is_claude_code_record(r) for r in value)
+    return is_claude_code_record(value)
+
+
+READERS = (
+    Reader(
+        name="claude-code",
+        title="Claude Code session log (~/.claude/projects/*/<session>.jsonl)",
+        shape='one {"type", "uuid", "message": {...}} record per line',
+        sniff=_sniff,
+        read=read_claude_code,
+        output="anthropic",
+        priority=70,
+    ),
+)

@@ -1,7 +1,8 @@
-"""Reading a file's bytes into JSON, and telling the transcript formats apart by content.
+"""Reading a file's bytes into JSON (or JSONL, or plain text), and the content tests the
+readers' detection shares.
 
-Detection looks at what the file holds, not at its name; the name only sharpens the error
-message when the content is none of the shapes we know.
+Which reader a file goes to is decided in [`compaction.formats.registry`][]; this module only
+parses, and never refuses a JSONL log for one bad line (see [`parse_text`][]).
 """
 
 from __future__ import annotations
@@ -17,13 +18,18 @@ import attrs
 
 from .errors import FormatError
 
-__all__ = ["Document", "detect", "parse_text", "read_text"]
+__all__ = [
+    "Document",
+    "chat_flavor",
+    "is_claude_code_record",
+    "is_message",
+    "parse_text",
+    "read_text",
+]
 
 EXPECTED: Final = (
-    "expected an OpenAI chat (a JSON list of messages, one message per JSONL line, or "
-    '{"messages": [...]}), an Anthropic request ({"system": ..., "messages": [...]}), a '
-    "mini-swe-agent trajectory (*.traj.json), a SWE-agent trajectory (*.traj) or a Claude Code "
-    "session log (*.jsonl)"
+    "expected a chat transcript or an agent log in one of the formats 'compaction formats' "
+    "lists (OpenAI or Anthropic messages, Claude Code, Codex, mini-swe-agent, SWE-agent...)"
 )
 
 # Block types only Anthropic's messages use; OpenAI's parts are text/image_url/input_audio/file.
@@ -34,14 +40,27 @@ _ANTHROPIC_BLOCKS: Final = frozenset(
 
 @attrs.frozen(slots=True)
 class Document:
-    """A parsed file: one JSON ``value``, or JSONL ``records`` as ``(line number, object)``."""
+    """A parsed file: one JSON ``value``, or JSONL ``records`` as ``(line number, object)``.
+
+    ``bad`` holds the JSONL lines that were no JSON object, as ``(line number, reason)``;
+    ``text`` the file's text; ``json_error`` why the text is neither JSON nor JSONL (then
+    ``value`` and ``records`` are both ``None``, and only a reader of text formats reads it).
+    """
 
     value: Any = None
     records: tuple[tuple[int, Mapping[str, Any]], ...] | None = None
+    bad: tuple[tuple[int, str], ...] = ()
+    text: str = attrs.field(default="", repr=False)
+    json_error: str | None = None
 
     @property
     def is_jsonl(self) -> bool:
         return self.records is not None
+
+    @property
+    def is_text(self) -> bool:
+        """True when the file is not JSON at all (a markdown history, say)."""
+        return self.json_error is not None
 
 
 def read_text(path: str | os.PathLike[str]) -> str:
@@ -149,48 +168,51 @@ def _loads(text: str) -> Any:
         raise json.JSONDecodeError(" ".join(str(exc).split()), text, 0) from None
 
 
+def _json_lines(text: str) -> list[tuple[int, str]]:
+    # JSONL lines end at "\n" only: str.splitlines() would also cut at U+2028, U+0085 and
+    # other separators JSON allows raw inside strings (and json.dumps writes raw).
+    return [(no, line) for no, line in enumerate(text.split("\n"), 1) if line.strip()]
+
+
 def parse_text(text: str, path: str | Path) -> Document:
-    """``text`` as one JSON document, or as JSONL when it is one object per line."""
+    """``text`` as one JSON document, or as JSONL when it is one object per line.
+
+    A JSONL file is one whose lines, at least half of them, are JSON objects: a log cut off
+    mid-write (a killed process) or holding one corrupt line is still that log. Each line
+    that is not an object is kept in ``Document.bad`` with the reason, for the reader to
+    refuse (a request) or skip and report (a log). Text that is neither is kept too, with
+    ``json_error`` saying why it is not JSON, for the readers of text formats (markdown
+    chat histories); every other reader refuses it with that reason.
+    """
     try:
         value = _loads(text)
     except json.JSONDecodeError as whole:
-        # JSONL lines end at "\n" only: str.splitlines() would also cut at U+2028, U+0085 and
-        # other separators JSON allows raw inside strings (and json.dumps writes raw).
-        lines = [(no, line) for no, line in enumerate(text.split("\n"), 1) if line.strip()]
-        first: Any = None
-        if len(lines) > 1:
+        lines = _json_lines(text)
+        records: list[tuple[int, Mapping[str, Any]]] = []
+        bad: list[tuple[int, str]] = []
+        last = lines[-1][0] if lines else 0
+        for no, line in lines if len(lines) > 1 else ():
             try:
-                first = _loads(lines[0][1])
-            except json.JSONDecodeError:
-                first = None
-        if not isinstance(first, dict):
-            raise FormatError(
-                path,
-                f"not JSON ({whole.msg} at line {whole.lineno}, column {whole.colno}); {EXPECTED}",
-            ) from None
-    else:
-        check_tree(value, path, text=text)
-        return Document(value=value)
-    records = []
-    last = lines[-1][0]
-    for no, line in lines:
-        try:
-            value = _loads(line)
-        except json.JSONDecodeError as exc:
-            hint = " (the last line looks truncated)" if no == last else ""
-            raise FormatError(
-                path,
-                f"not valid JSON ({exc.msg} at column {exc.colno}){hint}; expected one JSON "
-                "object per line",
-                line=no,
-            ) from None
-        if not isinstance(value, dict):
-            raise FormatError(
-                path, f"expected a JSON object on every line, got {type(value).__name__}", line=no
-            )
-        check_tree(value, path, line=no, text=line)
-        records.append((no, value))
-    return Document(records=tuple(records))
+                one = _loads(line)
+            except json.JSONDecodeError as exc:
+                hint = " (the last line looks truncated)" if no == last else ""
+                bad.append((no, f"not valid JSON ({exc.msg} at column {exc.colno}){hint}"))
+                continue
+            if not isinstance(one, dict):
+                bad.append((no, f"expected a JSON object on every line, got {type(one).__name__}"))
+                continue
+            try:
+                check_tree(one, path, line=no, text=line)
+            except FormatError as exc:
+                bad.append((no, exc.reason))
+                continue
+            records.append((no, one))
+        if not records or len(records) < len(bad):
+            reason = f"not JSON ({whole.msg} at line {whole.lineno}, column {whole.colno})"
+            return Document(text=text, json_error=reason)
+        return Document(records=tuple(records), bad=tuple(bad), text=text)
+    check_tree(value, path, text=text)
+    return Document(value=value, text=text)
 
 
 def chat_flavor(messages: Sequence[Any], *, has_system_key: bool = False) -> str:
@@ -210,7 +232,7 @@ def chat_flavor(messages: Sequence[Any], *, has_system_key: bool = False) -> str
     return "openai"
 
 
-def _is_claude_code_record(value: Any) -> bool:
+def is_claude_code_record(value: Any) -> bool:
     return (
         isinstance(value, Mapping)
         and isinstance(value.get("type"), str)
@@ -219,73 +241,5 @@ def _is_claude_code_record(value: Any) -> bool:
     )
 
 
-def _is_message(value: Any) -> bool:
+def is_message(value: Any) -> bool:
     return isinstance(value, Mapping) and isinstance(value.get("role"), str)
-
-
-def _hint(path: str | Path) -> str:
-    name = Path(path).name
-    if name.endswith(".traj.json"):
-        return (
-            "; a *.traj.json file should be a mini-swe-agent trajectory: an object with a "
-            "'messages' list"
-        )
-    if name.endswith(".traj"):
-        return "; a *.traj file should be a SWE-agent trajectory: an object with a 'history' list"
-    if name.endswith(".jsonl"):
-        return (
-            "; a *.jsonl file should hold one Claude Code record (with 'type') or one chat "
-            "message (with 'role') per line"
-        )
-    return ""
-
-
-def detect(doc: Document, path: str | Path) -> str:
-    """The format of ``doc``: one of
-    [`compaction.formats.FORMATS`][compaction.formats.loaded.FORMATS]."""
-    if doc.records is not None:
-        no, first = doc.records[0]
-        if _is_message(first):
-            return chat_flavor([r for _, r in doc.records])
-        if _is_claude_code_record(first):
-            return "claude-code"
-        raise FormatError(
-            path,
-            "unknown record shape: neither a chat message (with 'role') nor a Claude Code "
-            f"record (with 'type' and 'uuid'); {EXPECTED}{_hint(path)}",
-            line=no,
-        )
-    value = doc.value
-    if isinstance(value, Mapping):
-        if isinstance(value.get("history"), list):
-            return "swe-agent"
-        if isinstance(value.get("messages"), list):
-            info = value.get("info")
-            fmt = value.get("trajectory_format")
-            if (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
-                isinstance(info, Mapping) and "mini_version" in info
-            ):
-                return "mini-swe-agent"
-            return chat_flavor(value["messages"], has_system_key="system" in value)
-        if _is_claude_code_record(value):
-            return "claude-code"
-        if _is_message(value):
-            return "openai"
-        keys = ", ".join(sorted(map(str, value))[:8]) or "none"
-        raise FormatError(
-            path, f"unknown shape: a JSON object with keys {keys}; {EXPECTED}{_hint(path)}"
-        )
-    if isinstance(value, list):
-        if all(_is_message(m) for m in value):
-            return chat_flavor(value)
-        if all(_is_claude_code_record(m) for m in value):
-            return "claude-code"
-        bad = next(i for i, m in enumerate(value) if not _is_message(m))
-        raise FormatError(
-            path,
-            f"unknown shape: item {bad} of the list is not a chat message (no 'role'); "
-            f"{EXPECTED}{_hint(path)}",
-        )
-    raise FormatError(
-        path, f"unknown shape: a JSON {type(value).__name__}; {EXPECTED}{_hint(path)}"
-    )

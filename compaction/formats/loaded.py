@@ -9,10 +9,10 @@ import attrs
 
 from ..messages import Message
 
-__all__ = ["FORMATS", "OUTPUT_FORMAT", "Format", "Loaded", "Repair"]
+__all__ = ["FORMATS", "OUTPUT_FORMAT", "Loaded", "Repair", "RepairKind"]
 
-Format = Literal["openai", "anthropic", "mini-swe-agent", "swe-agent", "claude-code"]
-
+#: The formats of the first readers. Every reader, these and the newer ones, is listed by
+#: [`compaction.formats.registry.readers`][] (``compaction formats`` on the command line).
 FORMATS: Final[tuple[str, ...]] = (
     "openai",
     "anthropic",
@@ -21,8 +21,9 @@ FORMATS: Final[tuple[str, ...]] = (
     "claude-code",
 )
 
-#: The provider shape each input format is written back in: trajectories are OpenAI-style
-#: chats, Claude Code logs are Anthropic messages.
+#: The provider shape each of ``FORMATS`` is written back in (a reader's own ``output`` says
+#: it for every reader): trajectories are OpenAI-style chats, Claude Code logs are Anthropic
+#: messages.
 OUTPUT_FORMAT: Final[Mapping[str, str]] = {
     "openai": "openai",
     "anthropic": "anthropic",
@@ -31,6 +32,10 @@ OUTPUT_FORMAT: Final[Mapping[str, str]] = {
     "claude-code": "anthropic",
 }
 
+RepairKind = Literal[
+    "no_result", "orphan_result", "rekeyed", "merged_calls", "boundary", "skipped_line"
+]
+
 
 @attrs.frozen(slots=True)
 class Repair:
@@ -38,15 +43,21 @@ class Repair:
 
     ``kind``: ``"no_result"`` (a call the log never answered got an explicit "no result
     recorded" tool result), ``"orphan_result"`` (a result whose call is not in the log was
-    kept as a user message saying so) or ``"rekeyed"`` (a call reused an id an earlier call
-    had: it and its results got a fresh id, ``detail`` names it). ``index`` is the position
-    of the message added or changed in ``Loaded.messages``.
+    kept as a user message saying so), ``"rekeyed"`` (a call reused an id an earlier call
+    had: it and its results got a fresh id, ``detail`` names it), ``"merged_calls"`` (calls
+    the log split over consecutive assistant messages, one each, were put back in the one
+    message that made them), ``"boundary"`` (a system message in the middle of the run, where
+    a request allows none, was kept as a marked user-role boundary) or ``"skipped_line"`` (a
+    truncated or undecodable line of a JSONL log was left out; ``line`` names it). ``index``
+    is the position of the message added or changed in ``Loaded.messages`` (-1 for a line
+    that became no message).
     """
 
-    kind: Literal["no_result", "orphan_result", "rekeyed"]
+    kind: RepairKind
     call_id: str
     index: int
     detail: str = ""
+    line: int | None = None
 
     def __str__(self) -> str:
         text = {
@@ -56,8 +67,16 @@ class Repair:
             "kept it as a user message saying so",
             "rekeyed": f"call id {self.call_id!r} was already used by an earlier call; this "
             "call and its results were given a new id",
+            "merged_calls": "calls logged one per assistant message were merged back into "
+            "the message that made them",
+            "boundary": "a system message in the middle of the run was kept as a marked "
+            "boundary (user role, not the person's words)",
+            "skipped_line": "an unreadable line was skipped",
         }[self.kind]
-        return f"message {self.index}: {text}" + (f" ({self.detail})" if self.detail else "")
+        detail = f" ({self.detail})" if self.detail else ""
+        if self.kind == "skipped_line":
+            return f"line {self.line}: {text}{detail}"
+        return f"message {self.index}: {text}{detail}"
 
 
 @attrs.frozen(slots=True)
@@ -74,6 +93,8 @@ class Loaded:
       [`dump`][] can write the same shape back.
     - ``extra``: top-level fields of an ``{"messages": [...]}`` request besides the messages
       (``model``, ``tools``...), written back by [`dump`][].
+    - ``output``: the provider shape to write it back in (``openai``/``anthropic``); set from
+      the reader's registration when the reader leaves it ``None``.
     """
 
     messages: tuple[Message, ...]
@@ -83,8 +104,9 @@ class Loaded:
     skipped: Mapping[str, int] = attrs.field(factory=dict)
     container: str = "list"
     extra: Mapping[str, Any] = attrs.field(factory=dict)
+    output: str | None = None
 
     @property
     def output_format(self) -> str:
         """The provider shape this transcript is written back in (``openai``/``anthropic``)."""
-        return OUTPUT_FORMAT[self.format]
+        return self.output or OUTPUT_FORMAT.get(self.format, "openai")

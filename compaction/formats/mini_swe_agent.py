@@ -7,6 +7,15 @@ call (``{"command": ...}``), removed from the text, and the reply becomes its to
 with no block or several blocks ran nothing (the environment answered with a format error), so
 it stays plain text, and so does the reply. Newer trajectories that already use tool calls are
 read as the OpenAI messages they are.
+
+mini-swe-agent 2 (``info.mini_version`` 2.x) adds two things. A run ends with
+``{"role": "exit", "content": <submission>, "extra": {"exit_status", "submission"}}``: the
+harness's record of how the run ended, never sent to the model, so it is no message; it is
+counted in ``Loaded.skipped`` and its exit status kept in ``Loaded.extra["exit"]``. And its
+text-based models fence the command in ```` ```mswea_bash_command ````, also in the bare
+message lists (a JSON list, no ``info``) some runs save: the fence is found like the 1.x
+```` ```bash ```` one (see [`compaction.formats.action_regex`][]), and such a list is read as a
+mini-swe-agent trajectory, not as a plain chat.
 """
 
 from __future__ import annotations
@@ -21,14 +30,15 @@ from ..adapters import AdapterError
 from ..adapters.openai import message_from_openai
 from ..messages import Message, ToolCall
 from .action_regex import DEFAULT, find_actions
-from .detect import Document
+from .detect import Document, is_message
 from .errors import FormatError
 from .harness import harness_prefixes, synthetic_meta, templates_in
 from .loaded import Loaded
+from .registry import Reader
 from .repair import repair
 from .validate_loaded import finish
 
-__all__ = ["ACTION_REGEX", "read_mini_swe_agent"]
+__all__ = ["ACTION_REGEX", "READERS", "read_mini_swe_agent"]
 
 #: mini-swe-agent's own default ``action_regex``.
 ACTION_REGEX: Final = DEFAULT
@@ -44,6 +54,7 @@ DEFAULT_HARNESS_TEMPLATES: Final = (
     "The last command <command>{{action['action']}}</command> timed out and has been killed.",
 )
 _HARNESS_KEYS: Final = re.compile(r"^(format_error|timeout)_template$")
+_FENCE: Final = "```mswea_bash_command"
 
 
 def _flat(content: Any) -> Any:
@@ -55,14 +66,21 @@ def _flat(content: Any) -> Any:
 def _harness(value: Mapping[str, Any]) -> tuple[str, ...]:
     info = value.get("info")
     config = info.get("config") if isinstance(info, Mapping) else None
-    agent = config.get("agent") if isinstance(config, Mapping) else None
-    own = templates_in(agent, _HARNESS_KEYS, depth=1)
+    own: list[str] = []
+    for key in ("agent", "model"):  # 2.x keeps the templates with the model
+        holder = config.get(key) if isinstance(config, Mapping) else None
+        own += templates_in(holder, _HARNESS_KEYS, depth=1)
     return harness_prefixes((*own, *DEFAULT_HARNESS_TEMPLATES))
 
 
+def _exit(m: Any) -> bool:
+    return isinstance(m, Mapping) and m.get("role") == "exit"
+
+
 def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
-    value = doc.value
-    raw = value["messages"]
+    value = doc.value if isinstance(doc.value, Mapping) else {"messages": doc.value}
+    ended = [m for m in value["messages"] if _exit(m)]
+    raw = [m for m in value["messages"] if not _exit(m)]
     harness = _harness(value)
     native = any(
         isinstance(m, Mapping) and (m.get("role") == "tool" or m.get("tool_calls")) for m in raw
@@ -142,7 +160,24 @@ def read_mini_swe_agent(doc: Document, path: str | Path) -> Loaded:
         synthetic = synthetic_meta(content, harness) if role == "user" else {}
         messages.append(Message(role, content, meta={SOURCE_KEY: source, **synthetic}, id=msg_id))
     fixed, repairs = repair(messages)
-    return finish(Loaded(fixed, "mini-swe-agent", str(path), repairs=repairs, container="object"))
+    kept: dict[str, Any] = {}
+    if ended:
+        last = ended[-1].get("extra")
+        status = last.get("exit_status") if isinstance(last, Mapping) else None
+        kept["exit"] = {"exit_status": status, "messages": len(ended)}
+    container = "object" if isinstance(doc.value, Mapping) else "list"
+    skipped = {"exit": len(ended)} if ended else {}
+    return finish(
+        Loaded(
+            fixed,
+            "mini-swe-agent",
+            str(path),
+            repairs=repairs,
+            skipped=skipped,
+            container=container,
+            extra=kept,
+        )
+    )
 
 
 def _response_id(extra: Any, seen: set[str]) -> str | None:
@@ -153,3 +188,43 @@ def _response_id(extra: Any, seen: set[str]) -> str | None:
         return None
     seen.add(rid)
     return rid
+
+
+def _bare(value: Any) -> bool:
+    """A bare list of mini-swe-agent 2 messages: chat messages whose assistant turns use its
+    own command fence (no other agent writes ```` ```mswea_bash_command ````)."""
+    if not isinstance(value, list) or not value or not all(is_message(m) for m in value):
+        return False
+    return any(
+        m.get("role") == "assistant"
+        and isinstance(m.get("content"), str)
+        and _FENCE in m["content"]
+        for m in value
+    )
+
+
+def _sniff(doc: Document, path: str) -> bool:
+    value = doc.value
+    if _bare(value):
+        return True
+    if not isinstance(value, Mapping) or not isinstance(value.get("messages"), list):
+        return False
+    info = value.get("info")
+    fmt = value.get("trajectory_format")
+    return (isinstance(fmt, str) and fmt.startswith("mini-swe-agent")) or (
+        isinstance(info, Mapping) and "mini_version" in info
+    )
+
+
+READERS = (
+    Reader(
+        name="mini-swe-agent",
+        title="mini-swe-agent trajectory (*.traj.json, 1.x and 2.x; 2.x bare message lists)",
+        shape='{"messages": [...], "info": {"mini_version": ...}}, or a list of messages '
+        "fencing commands in ```mswea_bash_command",
+        sniff=_sniff,
+        read=read_mini_swe_agent,
+        output="openai",
+        priority=55,
+    ),
+)

@@ -31,10 +31,11 @@ from .detect import Document
 from .errors import FormatError
 from .harness import harness_prefixes, synthetic_meta, templates_in
 from .loaded import Loaded
+from .registry import Reader
 from .repair import repair
 from .validate_loaded import finish
 
-__all__ = ["read_swe_agent"]
+__all__ = ["READERS", "read_swe_agent"]
 
 SOURCE_KEY: Final = "swe_agent"
 
@@ -186,3 +187,18 @@ def read_swe_agent(doc: Document, path: str | Path) -> Loaded:
             )
     fixed, repairs = repair(messages)
     return finish(Loaded(fixed, "swe-agent", str(path), repairs=repairs, container="object"))
+
+
+READERS = (
+    Reader(
+        name="swe-agent",
+        title="SWE-agent trajectory (*.traj)",
+        shape='{"history": [messages...], "trajectory": [...], "info": {...}}',
+        sniff=lambda doc, path: (
+            isinstance(doc.value, Mapping) and isinstance(doc.value.get("history"), list)
+        ),
+        read=read_swe_agent,
+        output="openai",
+        priority=60,
+    ),
+)

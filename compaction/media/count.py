@@ -254,6 +254,11 @@ def _anthropic_block(block: Any, count_text: Callable[[str], int]) -> int:
         if isinstance(content, list):
             return sum(_anthropic_block(b, count_text) for b in content)
         return 0
+    if kind == "compaction":
+        # Anthropic's own compaction summary: input the next request is billed for, whose
+        # text is not the message's text.
+        content = block.get("content")
+        return count_text(content) if isinstance(content, str) else 0
     if kind != "image" and kind != "document":
         return 0
     source = block.get("source")

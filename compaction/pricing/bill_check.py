@@ -29,7 +29,7 @@ import attrs
 from ..messages import Message
 from .cost import CacheMeter
 from .prices import Price, price_for
-from .recorded import RecordedUsage, call_time, check_order, recorded_usage
+from .recorded import RecordedUsage, call_time, check_order, recorded_model, recorded_usage
 
 __all__ = ["BillCheck", "check_bill"]
 
@@ -71,16 +71,7 @@ class BillCheck:
 
 
 def _model_name(messages: Sequence[Message]) -> str | None:
-    for m in messages:
-        source = m.meta.get("claude_code")
-        if m.role == "assistant" and isinstance(source, dict) and source.get("model"):
-            return str(source["model"])
-        source = m.meta.get("mini_swe_agent")
-        extra = source.get("extra") if isinstance(source, dict) else None
-        response = extra.get("response") if isinstance(extra, dict) else None
-        if m.role == "assistant" and isinstance(response, dict) and response.get("model"):
-            return str(response["model"])
-    return None
+    return recorded_model(messages)
 
 
 def _calls(messages: Sequence[Message]) -> list[tuple[float | None, RecordedUsage]]:

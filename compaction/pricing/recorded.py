@@ -2,10 +2,12 @@
 
 Readers keep the provider's own fields in ``Message.meta`` (Claude Code: the line's
 ``timestamp`` and ``message.usage``; mini-swe-agent: ``extra.response`` with ``created`` and
-``usage``). A priced replay needs the time (the prompt cache expires between calls far apart)
-and the output size, and the bill check needs the recorded cache reads and writes; this module
-reads them from the assistant message a call produced, and answers None for what a log does
-not record, so the caller falls back to a stated cadence or a local count.
+``usage``; the other log readers: ``meta["recorded"]``, one shape for every format, see
+[`compaction.formats.logs.recorded`][]). A priced replay needs the time (the prompt cache
+expires between calls far apart) and the output size, and the bill check needs the recorded
+cache reads and writes; this module reads them from the assistant message a call produced,
+and answers None for what a log does not record, so the caller falls back to a stated
+cadence or a local count.
 
 What a log does record is checked, never changed silently: a token count that is not a whole
 number from 0 to a billion (NaN, a negative, a boolean, a float, 10^40), a time that is not
@@ -30,6 +32,7 @@ __all__ = [
     "RecordedUsageError",
     "call_time",
     "check_order",
+    "recorded_model",
     "recorded_usage",
 ]
 
@@ -71,7 +74,7 @@ class RecordedUsage:
 
 
 def _source(message: Message) -> Mapping[str, Any]:
-    for key in ("claude_code", "mini_swe_agent"):
+    for key in ("recorded", "claude_code", "mini_swe_agent"):
         value = message.meta.get(key)
         if isinstance(value, Mapping):
             return value
@@ -153,6 +156,13 @@ def recorded_usage(message: Message) -> RecordedUsage | None:
     a count that cannot be one raises [`RecordedUsageError`][]."""
     source = _source(message)
     usage = source.get("usage")
+    if isinstance(usage, Mapping) and "uncached" in usage:  # meta["recorded"], any log
+        return RecordedUsage(
+            cache_read=_count(message, usage, "cache_read", "recorded.usage"),
+            cache_write=_count(message, usage, "cache_write", "recorded.usage"),
+            uncached=_count(message, usage, "uncached", "recorded.usage"),
+            output=_count(message, usage, "output", "recorded.usage"),
+        )
     if isinstance(usage, Mapping) and "input_tokens" in usage:  # Anthropic
         creation = usage.get("cache_creation")
         ttl = None
@@ -195,4 +205,19 @@ def recorded_usage(message: Message) -> RecordedUsage | None:
             uncached=max(prompt - cached, 0),
             output=_count(message, usage, "completion_tokens", where),
         )
+    return None
+
+
+def recorded_model(messages: Any) -> str | None:
+    """The model the log names for its calls (the first assistant message that says), if any."""
+    for m in messages:
+        if m.role != "assistant":
+            continue
+        for key in ("recorded", "claude_code"):
+            source = m.meta.get(key)
+            if isinstance(source, Mapping) and isinstance(source.get("model"), str):
+                return str(source["model"])
+        response = _response(_source(m))
+        if isinstance(response.get("model"), str):
+            return str(response["model"])
     return None
