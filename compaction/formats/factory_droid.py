@@ -51,14 +51,21 @@ def _stream_event(value: Any) -> bool:
 
 
 def _store_record(value: Any) -> bool:
-    return isinstance(value, Mapping) and value.get("type") == "session_start"
+    """A session-store record: its opening ``session_start``, or a ``message`` record (Claude
+    Code's records say ``user``/``assistant`` in ``type`` and carry a ``uuid``)."""
+    if not isinstance(value, Mapping) or "uuid" in value:
+        return False
+    message = value.get("message")
+    return value.get("type") == "session_start" or (
+        value.get("type") == "message" and isinstance(message, Mapping) and "role" in message
+    )
 
 
 def sniff_factory_droid(doc: Document) -> bool:
     """Droid stream-json events (``type`` with ``session_id`` and top-level ``text`` or tool
     fields), or a session store (opening with ``session_start``)."""
     first = head(doc)
-    return bool(first) and (_store_record(first[0]) or any(_stream_event(r) for r in first))
+    return any(_store_record(r) or _stream_event(r) for r in first)
 
 
 def _source(record: Mapping[str, Any], **more: Any) -> dict[str, Any]:
@@ -200,7 +207,6 @@ def _store(doc: Document, path: str | Path) -> tuple[list[Message], Counter[str]
 
 def read_factory_droid(doc: Document, path: str | Path) -> Loaded:
     """Read a Droid stream-json log or session store (see the module docstring)."""
-    first = head(doc)
-    store = bool(first) and _store_record(first[0])
+    store = any(_store_record(r) for r in head(doc))
     messages, skipped = _store(doc, path) if store else _stream(doc, path)
     return done(messages, FORMAT, path, skipped=skipped, what=f"{len(records(doc))} records")

@@ -16,7 +16,8 @@ start time. aider records no per-call usage in this file.
 parentheses in newer exports) and end with ``---``. A tool call is a ``<tool-use
 data-tool-name="…">`` block (its ``<summary>`` the call, the rest its output), a ``Tool use:
 **name**`` line in early Cursor exports (what follows is the output), or ``_Tools used: A,
-B_`` (names only: those calls get the visible ``no_result`` repair). ``<think>`` blocks are
+B_`` (names only: those calls get the visible ``no_result`` repair). The output of an early
+``Tool use:`` line runs to the end of the first fenced block after it. ``<think>`` blocks are
 kept in ``meta``.
 """
 
@@ -211,6 +212,8 @@ def _specstory_turns(text: str) -> list[_Turn]:
             if stripped.startswith("```"):
                 fence = not fence
             (old if old is not None else current.text).append(line)
+            if old is not None and not fence and stripped.startswith("```"):
+                close_old()  # an early export's output is the one fenced block after the line
         i += 1
     close_old()
     return turns
