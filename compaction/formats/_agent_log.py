@@ -1,11 +1,9 @@
 """Helpers the agent-log readers share: records, text, arguments, usage, timestamps.
 
 Each reader keeps what the log recorded about a model call under its own ``meta`` key
-(``meta["gemini_cli"]``...): ``timestamp`` (ISO 8601 text), ``model`` and ``usage``, the
-provider's bill normalised to Anthropic's field names (``input_tokens`` uncached,
-``cache_read_input_tokens``, ``cache_creation_input_tokens``, ``output_tokens``), so
-[`compaction.pricing.recorded`][] reads every log the same way. The log's own raw figures
-stay beside it (``tokens``, ``raw_usage``), never overwritten.
+(``meta["gemini_cli"]``...), and what it recorded about each model call (time, model,
+usage) in ``meta["recorded"]`` ([`compaction.formats.logs.recorded`][]), the one shape the
+priced replay and the bill check read for every log.
 """
 
 from __future__ import annotations
@@ -19,9 +17,8 @@ from typing import Any, Final
 
 from ..messages import Message
 from .detect import Document
-from .errors import FormatError
 from .loaded import Loaded
-from .repair import repair
+from .logs import as_log
 from .validate_loaded import finish
 
 __all__ = [
@@ -29,7 +26,6 @@ __all__ = [
     "as_text",
     "count",
     "iso_time",
-    "normal_usage",
     "records",
     "result_text",
     "text_id",
@@ -100,18 +96,6 @@ def count(value: Any) -> int:
     return int(value)
 
 
-def normal_usage(
-    *, uncached: Any, cache_read: Any = 0, cache_write: Any = 0, output: Any = 0
-) -> dict[str, int]:
-    """A bill in Anthropic's field names (the one shape ``pricing.recorded`` reads for all)."""
-    return {
-        "input_tokens": count(uncached),
-        "cache_read_input_tokens": count(cache_read),
-        "cache_creation_input_tokens": count(cache_write),
-        "output_tokens": count(output),
-    }
-
-
 def iso_time(value: Any) -> str | None:
     """A timestamp as ISO 8601 text: ISO text is kept, epoch seconds or milliseconds converted."""
     if isinstance(value, str):
@@ -136,21 +120,22 @@ def done(
     *,
     skipped: Mapping[str, int] | None = None,
     container: str = "jsonl",
-    what: str = "",
+    output: str = "openai",
 ) -> Loaded:
-    """The reader's messages, repaired and checked; a log with nothing to read is an error.
+    """The reader's messages read as a log (split calls merged, mid-run system messages made
+    boundaries, unanswered calls repaired: [`compaction.formats.logs.as_log`][]) and checked.
 
-    A log that yields no message with text or calls was not read, whatever it held: saying
-    so (with what the reader saw, ``what``) is the one answer that is never silently wrong.
+    A log that yields nothing readable is refused by the registry, naming what it held.
     """
-    if not any(m.content.strip() or m.tool_calls for m in messages):
-        seen = f" ({what})" if what else ""
-        raise FormatError(
-            path, f"read as {fmt}, but it holds no chat message with text or a tool call{seen}"
-        )
-    fixed, repairs = repair(messages)
+    fixed, repairs = as_log(messages)
     return finish(
         Loaded(
-            fixed, fmt, str(path), repairs=repairs, skipped=dict(skipped or {}), container=container
+            fixed,
+            fmt,
+            str(path),
+            repairs=repairs,
+            skipped=dict(skipped or {}),
+            container=container,
+            output=output,
         )
     )

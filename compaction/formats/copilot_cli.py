@@ -4,9 +4,8 @@ One event per line: ``{"type", "data", "id", "timestamp", "parentId"}``. Chat tu
 four kinds:
 
 - ``system.message``: the system prompt. Copilot logs it again before each exchange; a copy
-  equal to the first is skipped (counted), a different one mid-run is kept where it is as a
-  user message marked synthetic and ``system_message`` (a provider allows no system message
-  after the start).
+  equal to the first is skipped (counted), a different one mid-run is kept where it is, as
+  the marked boundary every log reader makes of a mid-run system message.
 - ``user.message``: ``data.content`` is what the person typed. When it is empty the turn was
   written by the CLI itself (autopilot's "you have not yet marked the task as complete"): its
   ``transformedContent`` is read instead, marked synthetic.
@@ -21,7 +20,8 @@ four kinds:
 Everything else (``session.*``, ``assistant.turn_*``...) is skipped and counted. The log
 records each message's output tokens (``outputTokens``) and the model in use
 (``session.model_change``), not the input side: the model and timestamp are kept for
-``replay --price``, the partial usage in ``meta`` only.
+``replay --price``, the output tokens as ``output_tokens`` beside them (with no input side
+there is no bill to check).
 """
 
 from __future__ import annotations
@@ -37,8 +37,10 @@ from ._agent_log import args_text, done, head, iso_time, result_text, text_id
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
+from .logs import RECORDED_KEY, recorded
+from .registry import Reader
 
-__all__ = ["FORMAT", "read_copilot_cli", "sniff_copilot_cli"]
+__all__ = ["FORMAT", "READERS", "read_copilot_cli", "sniff_copilot_cli"]
 
 FORMAT: Final = "copilot-cli"
 SOURCE_KEY: Final = "copilot_cli"
@@ -56,7 +58,7 @@ _KINDS: Final = frozenset(
 )
 
 
-def sniff_copilot_cli(doc: Document) -> bool:
+def sniff_copilot_cli(doc: Document, path: str | Path = "") -> bool:
     """Copilot CLI events: records with ``type`` like ``session.start`` and a ``data`` object."""
     if doc.records is None:
         return False
@@ -128,8 +130,7 @@ def read_copilot_cli(doc: Document, path: str | Path) -> Loaded:
             elif text == system:
                 skipped["system.message repeated"] += 1
             else:
-                meta = {SOURCE_KEY: _source(record, system_message=True), SYNTHETIC_KEY: True}
-                items.append(Message("user", text, meta=meta))
+                items.append(Message("system", text, meta={SOURCE_KEY: _source(record)}))
         elif kind == "user.message":
             typed = result_text(data.get("content"))
             sent = data.get("transformedContent")
@@ -204,8 +205,29 @@ def read_copilot_cli(doc: Document, path: str | Path) -> Loaded:
                 "assistant",
                 item.content,
                 tool_calls=tuple(item.calls),
-                meta={SOURCE_KEY: item.meta},
+                meta={
+                    SOURCE_KEY: item.meta,
+                    RECORDED_KEY: recorded(
+                        timestamp=item.meta.get("timestamp"),
+                        model=item.meta.get("model"),
+                        output_tokens=item.meta.get("outputTokens"),
+                    ),
+                },
             )
         )
         messages.extend(results[c.id] for c in item.calls if c.id in results)
-    return done(messages, FORMAT, path, skipped=skipped, what=f"{len(doc.records)} events")
+    return done(messages, FORMAT, path, skipped=skipped)
+
+
+READERS = (
+    Reader(
+        name=FORMAT,
+        title="GitHub Copilot CLI session events (~/.copilot/session-state/*/events.jsonl)",
+        shape='one {"type": "session.start|user.message|assistant.message|tool.execution_*", '
+        '"data", "id", "timestamp"} event per line',
+        sniff=sniff_copilot_cli,
+        read=read_copilot_cli,
+        output="openai",
+        priority=25,
+    ),
+)

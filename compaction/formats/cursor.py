@@ -26,8 +26,10 @@ from ._agent_log import args_text, as_text, done, head, records, result_text, te
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
+from .logs import RECORDED_KEY, recorded
+from .registry import Reader
 
-__all__ = ["FORMAT", "read_cursor", "sniff_cursor"]
+__all__ = ["FORMAT", "READERS", "read_cursor", "sniff_cursor"]
 
 FORMAT: Final = "cursor"
 SOURCE_KEY: Final = "cursor"
@@ -46,7 +48,7 @@ def _is_line(value: Any) -> bool:
     )
 
 
-def sniff_cursor(doc: Document) -> bool:
+def sniff_cursor(doc: Document, path: str | Path = "") -> bool:
     """Cursor lines: a ``role`` with the content inside ``message``."""
     first = [r for r in head(doc) if isinstance(r, Mapping) and "role" in r]
     return bool(first) and _is_line(first[0])
@@ -103,7 +105,10 @@ def read_cursor(doc: Document, path: str | Path) -> Loaded:
                     "assistant",
                     "\n".join(texts),
                     tool_calls=tuple(calls),
-                    meta={SOURCE_KEY: source},
+                    meta={
+                        SOURCE_KEY: source,
+                        RECORDED_KEY: recorded(model=text_id(record.get("model"))),
+                    },
                 )
             )
             open_calls = list(calls)
@@ -134,4 +139,17 @@ def read_cursor(doc: Document, path: str | Path) -> Loaded:
             )
         if rest:
             messages.append(Message("user", as_text(rest), meta={SOURCE_KEY: source}))
-    return done(messages, FORMAT, path, skipped=skipped, what=f"{len(lines)} lines")
+    return done(messages, FORMAT, path, skipped=skipped, output="anthropic")
+
+
+READERS = (
+    Reader(
+        name=FORMAT,
+        title="Cursor agent transcript (~/.cursor/projects/*/agent-transcripts/*.jsonl)",
+        shape='one {"role": "user|assistant", "message": {"content": [blocks]}} line per message',
+        sniff=sniff_cursor,
+        read=read_cursor,
+        output="anthropic",
+        priority=40,
+    ),
+)

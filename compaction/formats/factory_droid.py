@@ -30,8 +30,10 @@ from ._agent_log import args_text, as_text, done, head, iso_time, records, resul
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
+from .logs import RECORDED_KEY, recorded
+from .registry import Reader
 
-__all__ = ["FORMAT", "read_factory_droid", "sniff_factory_droid"]
+__all__ = ["FORMAT", "READERS", "read_factory_droid", "sniff_factory_droid"]
 
 FORMAT: Final = "factory-droid"
 SOURCE_KEY: Final = "factory_droid"
@@ -61,7 +63,7 @@ def _store_record(value: Any) -> bool:
     )
 
 
-def sniff_factory_droid(doc: Document) -> bool:
+def sniff_factory_droid(doc: Document, path: str | Path = "") -> bool:
     """Droid stream-json events (``type`` with ``session_id`` and top-level ``text`` or tool
     fields), or a session store (opening with ``session_start``)."""
     first = head(doc)
@@ -154,7 +156,17 @@ def _stream(doc: Document, path: str | Path) -> tuple[list[Message], Counter[str
             continue
         text, calls, source = item
         messages.append(
-            Message("assistant", text, tool_calls=tuple(calls), meta={SOURCE_KEY: source})
+            Message(
+                "assistant",
+                text,
+                tool_calls=tuple(calls),
+                meta={
+                    SOURCE_KEY: source,
+                    RECORDED_KEY: recorded(
+                        timestamp=source.get("timestamp"), model=source.get("model")
+                    ),
+                },
+            )
         )
         messages.extend(results[c.id] for c in calls if c.id in results)
     return messages, skipped
@@ -209,4 +221,19 @@ def read_factory_droid(doc: Document, path: str | Path) -> Loaded:
     """Read a Droid stream-json log or session store (see the module docstring)."""
     store = any(_store_record(r) for r in head(doc))
     messages, skipped = _store(doc, path) if store else _stream(doc, path)
-    return done(messages, FORMAT, path, skipped=skipped, what=f"{len(records(doc))} records")
+    return done(messages, FORMAT, path, skipped=skipped, output="anthropic")
+
+
+READERS = (
+    Reader(
+        name=FORMAT,
+        title="Factory Droid log (droid exec --output-format stream-json, or a session store)",
+        shape='one {"type": "system|message|tool_call|tool_result|completion", "session_id", '
+        '...} event per line, or {"type": "session_start"} then {"type": "message", '
+        '"message": {...}} records',
+        sniff=sniff_factory_droid,
+        read=read_factory_droid,
+        output="anthropic",
+        priority=30,
+    ),
+)

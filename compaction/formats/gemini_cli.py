@@ -31,12 +31,14 @@ from typing import Any, Final
 
 from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message, ToolCall
-from ._agent_log import args_text, as_text, count, done, head, iso_time, normal_usage, text_id
+from ._agent_log import args_text, as_text, count, done, head, iso_time, text_id
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
+from .logs import RECORDED_KEY, recorded
+from .registry import Reader
 
-__all__ = ["FORMAT", "read_gemini_cli", "sniff_gemini_cli"]
+__all__ = ["FORMAT", "READERS", "read_gemini_cli", "sniff_gemini_cli"]
 
 FORMAT: Final = "gemini-cli"
 SOURCE_KEY: Final = "gemini_cli"
@@ -64,7 +66,7 @@ def _is_message(value: Any) -> bool:
     )
 
 
-def sniff_gemini_cli(doc: Document) -> bool:
+def sniff_gemini_cli(doc: Document, path: str | Path = "") -> bool:
     """A Gemini CLI session: its metadata (``sessionId`` with ``projectHash``), ``$set`` or
     ``$rewindTo`` update lines, or ``gemini`` messages."""
     if doc.records is None:
@@ -133,11 +135,11 @@ def _source(msg: Mapping[str, Any], **more: Any) -> dict[str, Any]:
     return out
 
 
-def _usage(tokens: Any) -> dict[str, int] | None:
+def _usage(tokens: Any) -> dict[str, int]:
     if not isinstance(tokens, Mapping) or "input" not in tokens:
-        return None
+        return {}
     cached = min(count(tokens.get("cached")), count(tokens.get("input")))
-    return normal_usage(
+    return dict(
         uncached=count(tokens.get("input")) - cached + count(tokens.get("tool")),
         cache_read=cached,
         output=count(tokens.get("output")) + count(tokens.get("thoughts")),
@@ -226,8 +228,7 @@ def _gemini(line: int, msg: Mapping[str, Any], path: str | Path) -> list[Message
     if isinstance(msg.get("model"), str):
         meta_more["model"] = msg["model"]
     usage = _usage(msg.get("tokens"))
-    if usage is not None:
-        meta_more["usage"] = usage
+    if usage:
         meta_more["tokens"] = msg["tokens"]
     if msg.get("thoughts") or thoughts:
         meta_more["thoughts"] = msg.get("thoughts") or thoughts
@@ -240,7 +241,12 @@ def _gemini(line: int, msg: Mapping[str, Any], path: str | Path) -> list[Message
             text,
             tool_calls=tuple(calls),
             id=text_id(msg.get("id")),
-            meta={SOURCE_KEY: _source(msg, **meta_more)},
+            meta={
+                SOURCE_KEY: _source(msg, **meta_more),
+                RECORDED_KEY: recorded(
+                    timestamp=iso_time(msg.get("timestamp")), model=meta_more.get("model"), **usage
+                ),
+            },
         )
     ]
     by_id = {r.get("id"): r for r in listed if isinstance(r, Mapping)}
@@ -322,5 +328,19 @@ def read_gemini_cli(doc: Document, path: str | Path) -> Loaded:
         path,
         skipped=skipped,
         container=container,
-        what=f"{len(chat)} message records",
     )
+
+
+READERS = (
+    Reader(
+        name=FORMAT,
+        title="Gemini CLI session (~/.gemini/tmp/*/chats/session-*.json or .jsonl)",
+        shape='{"sessionId", "projectHash", "messages": [{"type": "user|gemini", "content", '
+        '"toolCalls"}]}, or its JSONL: a metadata line, message lines, {"$set"} and '
+        '{"$rewindTo"} lines',
+        sniff=sniff_gemini_cli,
+        read=read_gemini_cli,
+        output="openai",
+        priority=25,
+    ),
+)

@@ -34,14 +34,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ..memory.transcript import SYNTHETIC_KEY, mark
+from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message, ToolCall
-from ._agent_log import args_text, as_text, count, done, head, iso_time, normal_usage, text_id
+from ._agent_log import args_text, as_text, count, done, head, iso_time, text_id
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
+from .logs import RECORDED_KEY, native_compaction, recorded
+from .registry import Reader
 
-__all__ = ["FORMAT", "read_openhands", "sniff_openhands"]
+__all__ = ["FORMAT", "READERS", "read_openhands", "sniff_openhands"]
 
 FORMAT: Final = "openhands"
 SOURCE_KEY: Final = "openhands"
@@ -82,7 +84,7 @@ def _is_history(value: Any) -> bool:
     return _is_event(first)
 
 
-def sniff_openhands(doc: Document) -> bool:
+def sniff_openhands(doc: Document, path: str | Path = "") -> bool:
     """OpenHands events (a list of ``action``/``observation`` objects), or records holding
     them as ``history``."""
     if doc.records is None and isinstance(doc.value, list):
@@ -100,20 +102,20 @@ def _events(history: Sequence[Any]) -> list[Any]:
     return out
 
 
-def _usage(response: Mapping[str, Any]) -> dict[str, int] | None:
+def _usage(response: Mapping[str, Any]) -> dict[str, int]:
     usage = response.get("usage")
     if not isinstance(usage, Mapping) or "prompt_tokens" not in usage:
-        return None
+        return {}
     prompt = count(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details")
     cached = count(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
     read = count(usage.get("cache_read_input_tokens")) or cached
     write = count(usage.get("cache_creation_input_tokens"))
-    return normal_usage(
+    return dict(
         uncached=max(prompt - read - write, 0),
         cache_read=min(read, prompt),
         cache_write=min(write, max(prompt - read, 0)),
-        output=usage.get("completion_tokens"),
+        output=count(usage.get("completion_tokens")),
     )
 
 
@@ -180,14 +182,15 @@ class _Run:
             event,
             model=response.get("model"),
             response_id=rid,
-            usage=_usage(response),
             created=created,
         )
         if "timestamp" not in src and iso_time(created) is not None:
             src["timestamp"] = iso_time(created)
-        self.add(
-            Message("assistant", text, tool_calls=tuple(calls), id=rid, meta={SOURCE_KEY: src})
-        )
+        bill = recorded(timestamp=src.get("timestamp"), model=src.get("model"), **_usage(response))
+        if "usage" in bill:
+            bill["raw_usage"] = response.get("usage")
+        meta = {SOURCE_KEY: src, RECORDED_KEY: bill}
+        self.add(Message("assistant", text, tool_calls=tuple(calls), id=rid, meta=meta))
 
     def action(self, event: Mapping[str, Any]) -> None:
         kind = event["action"]
@@ -218,7 +221,7 @@ class _Run:
             if summary:
                 note = Message("user", summary, meta={SOURCE_KEY: self.source(event)})
                 self.messages.append(
-                    mark(note, strategy="openhands", kind="summary", replaces=self.since_summary)
+                    native_compaction(note, agent="openhands", replaces=self.since_summary)
                 )
                 self.since_summary = []
             else:
@@ -334,11 +337,18 @@ def read_openhands(doc: Document, path: str | Path) -> Loaded:
             )
         messages.extend(run.messages)
     container = "jsonl" if doc.records is not None else "list"
-    return done(
-        messages,
-        FORMAT,
-        path,
-        skipped=skipped,
-        container=container,
-        what=f"{len(runs)} run(s), {events} events",
-    )
+    return done(messages, FORMAT, path, skipped=skipped, container=container)
+
+
+READERS = (
+    Reader(
+        name=FORMAT,
+        title="OpenHands trajectory or evaluation output (output.jsonl records with 'history')",
+        shape='a list of {"action"|"observation", ...} events, or {"instruction", "history": '
+        "[events], ...} records",
+        sniff=sniff_openhands,
+        read=read_openhands,
+        output="openai",
+        priority=35,
+    ),
+)
