@@ -16,7 +16,7 @@ skipped and counted. The transcript records no usage, model or time.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -54,6 +54,36 @@ def sniff_cursor(doc: Document, path: str | Path = "") -> bool:
     return bool(first) and _is_line(first[0])
 
 
+class _Waiting:
+    """The calls of the last assistant line still unanswered: a result takes the call it names
+    by id, else the oldest of its tool name, else the oldest. Each lookup is O(1) amortised."""
+
+    def __init__(self, calls: list[ToolCall]) -> None:
+        self.by_id = {c.id: c for c in calls}
+        self.queue: deque[ToolCall] = deque(calls)
+        self.by_name: dict[str, deque[ToolCall]] = {}
+        for c in calls:
+            self.by_name.setdefault(c.name, deque()).append(c)
+
+    def _first(self, queue: deque[ToolCall] | None) -> ToolCall | None:
+        while queue:
+            if queue[0].id in self.by_id:
+                return queue[0]
+            queue.popleft()
+        return None
+
+    def take(self, wanted: str | None, name: str | None) -> ToolCall | None:
+        if wanted is not None:
+            call = self.by_id.get(wanted)
+        elif name is not None:
+            call = self._first(self.by_name.get(name))
+        else:
+            call = self._first(self.queue)
+        if call is not None:
+            del self.by_id[call.id]
+        return call
+
+
 def _blocks(content: Any, path: str | Path, line: int) -> list[Mapping[str, Any]]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
@@ -66,7 +96,7 @@ def read_cursor(doc: Document, path: str | Path) -> Loaded:
     """Read a Cursor agent transcript (see the module docstring)."""
     skipped: Counter[str] = Counter()
     messages: list[Message] = []
-    open_calls: list[ToolCall] = []
+    waiting = _Waiting([])
     lines = records(doc)
     for line, record in lines:
         if not isinstance(record, Mapping) or "role" not in record:
@@ -111,7 +141,7 @@ def read_cursor(doc: Document, path: str | Path) -> Loaded:
                     },
                 )
             )
-            open_calls = list(calls)
+            waiting = _Waiting(calls)
             continue
         rest = []
         for block in blocks:
@@ -120,11 +150,7 @@ def read_cursor(doc: Document, path: str | Path) -> Loaded:
                 continue
             wanted = text_id(block.get("tool_use_id")) or text_id(block.get("id"))
             named = text_id(block.get("name"))
-            call = next((c for c in open_calls if c.id == wanted), None) or next(
-                (c for c in open_calls if wanted is None and named in (None, c.name)), None
-            )
-            if call is not None:
-                open_calls.remove(call)
+            call = waiting.take(wanted, named)
             cid = call.id if call is not None else (wanted or f"cursor-{line}-result")
             content = block.get("content")
             text = as_text(content) if isinstance(content, list) else result_text(content)

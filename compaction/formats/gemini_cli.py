@@ -82,48 +82,68 @@ def sniff_gemini_cli(doc: Document, path: str | Path = "") -> bool:
     )
 
 
+class _Session:
+    """The messages so far, in order, as Gemini CLI's loader keeps them: a write with a known
+    id replaces that message in place, a rewind drops a message and all after it. Each
+    operation costs what it adds or drops (a hostile file of rewinds stays linear)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = path
+        self.order: list[str] = []
+        self.at: dict[str, int] = {}
+        self.data: dict[str, tuple[int, Mapping[str, Any]]] = {}
+        self.replaced = 0
+        self.anonymous = 0
+
+    def put(self, line: int, msg: Any) -> None:
+        if not isinstance(msg, Mapping):
+            raise FormatError(self.path, "a message: expected an object", line=line)
+        key = text_id(msg.get("id"))
+        if key is None:
+            self.anonymous += 1
+            key = f"\0{self.anonymous}"
+        if key in self.data:
+            self.replaced += 1
+        else:
+            self.at[key] = len(self.order)
+            self.order.append(key)
+        self.data[key] = (line, msg)
+
+    def rewind(self, target: Any) -> None:
+        key = text_id(target)
+        cut = self.at.get(key, 0) if key is not None else 0
+        for gone in self.order[cut:]:
+            del self.at[gone], self.data[gone]
+        del self.order[cut:]
+
+    def messages(self) -> list[tuple[int, Mapping[str, Any]]]:
+        return [self.data[key] for key in self.order]
+
+
 def _replay(doc: Document, path: str | Path) -> tuple[list[tuple[int, Mapping[str, Any]]], int]:
     """The messages as Gemini CLI would load them: (line, record) in order, and the number
     of message writes that later writes replaced."""
-    current: dict[str, tuple[int, Mapping[str, Any]]] = {}
-    replaced = 0
-    anonymous = 0
-
-    def put(line: int, msg: Any) -> None:
-        nonlocal replaced, anonymous
-        if not isinstance(msg, Mapping):
-            raise FormatError(path, "a message: expected an object", line=line)
-        key = msg.get("id")
-        if not isinstance(key, str) or not key:
-            anonymous += 1
-            key = f"\0{anonymous}"
-        if key in current:
-            replaced += 1
-        current[key] = (line, msg)
-
+    session = _Session(path)
     if doc.records is None:
         for msg in doc.value["messages"]:
-            put(1, msg)
-        return list(current.values()), replaced
+            session.put(1, msg)
+        return session.messages(), session.replaced
     for line, record in doc.records:
         if "$rewindTo" in record:
-            target = record["$rewindTo"]
-            keys = list(current)
-            cut = keys.index(target) if target in current else 0
-            for key in keys[cut:]:
-                del current[key]
+            session.rewind(record["$rewindTo"])
         elif "$set" in record:
             update = record["$set"]
             if isinstance(update, Mapping) and isinstance(update.get("messages"), list):
-                current.clear()
+                session.rewind(None)
                 for msg in update["messages"]:
-                    put(line, msg)
+                    session.put(line, msg)
         elif _is_meta(record) and not isinstance(record.get("type"), str):
-            for msg in record.get("messages") or ():
-                put(line, msg)
+            messages = record.get("messages")
+            for msg in messages if isinstance(messages, list) else ():
+                session.put(line, msg)
         else:
-            put(line, record)
-    return list(current.values()), replaced
+            session.put(line, record)
+    return session.messages(), session.replaced
 
 
 def _source(msg: Mapping[str, Any], **more: Any) -> dict[str, Any]:
@@ -249,7 +269,7 @@ def _gemini(line: int, msg: Mapping[str, Any], path: str | Path) -> list[Message
             },
         )
     ]
-    by_id = {r.get("id"): r for r in listed if isinstance(r, Mapping)}
+    by_id = {text_id(r.get("id")): r for r in listed if isinstance(r, Mapping)}
     for call in calls:
         result = results.get(call.id)
         if result is None:

@@ -128,7 +128,6 @@ _PAREN: Final = re.compile(r"\(([^()]*)\)")
 _STAMP: Final = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?Z?")
 _TOOL_OPEN: Final = re.compile(r"<tool-use\b([^>]*)>")
 _TOOL_NAME: Final = re.compile(r'data-tool-name="([^"]*)"')
-_SUMMARY: Final = re.compile(r"<summary>(.*?)</summary>", re.S)
 _OLD_TOOL: Final = re.compile(r"^Tool use:\s*\*\*([^*]+)\*\*\s*$")
 _TOOLS_USED: Final = re.compile(r"^_Tools used:\s*(.+?)_\s*$")
 
@@ -152,16 +151,25 @@ class _Turn:
                 self.model = first[len("model ") :].strip() or None
 
 
+def _cut_summary(body: str) -> tuple[str, str]:
+    """The first ``<summary>…</summary>`` of ``body`` (collapsed), and ``body`` without it.
+    Plain ``find``, not a lazy regex: many unclosed tags must not make it quadratic."""
+    start = body.find("<summary>")
+    end = body.find("</summary>", start) if start >= 0 else -1
+    if start < 0 or end < 0:
+        return "", body
+    said = " ".join(body[start + len("<summary>") : end].split())
+    return said, body[:start] + body[end + len("</summary>") :]
+
+
 def _tool_block(lines: list[str]) -> tuple[str, str, str]:
     body = "\n".join(lines)
     opened = _TOOL_OPEN.search(body)
     named = _TOOL_NAME.search(opened.group(1)) if opened else None
-    summary = _SUMMARY.search(body)
     rest = body[opened.end() :] if opened else body
-    rest = _SUMMARY.sub("", rest).replace("</tool-use>", "")
-    rest = re.sub(r"</?details>", "", rest).strip()
-    said = " ".join(summary.group(1).split()) if summary else ""
-    return (named.group(1) if named else "tool"), said, rest
+    said, rest = _cut_summary(rest)
+    rest = rest.replace("</tool-use>", "").replace("<details>", "").replace("</details>", "")
+    return (named.group(1) if named else "tool"), said, rest.strip()
 
 
 def _specstory_turns(text: str) -> list[_Turn]:
@@ -180,7 +188,8 @@ def _specstory_turns(text: str) -> list[_Turn]:
 
     while i < len(lines):
         line, stripped = lines[i], lines[i].strip()
-        turn = None if fence else _TURN.match(stripped)
+        header = not fence and stripped.startswith("_**") and stripped.endswith("**_")
+        turn = _TURN.match(stripped) if header else None
         if turn:
             close_old()
             role = "user" if turn.group(1) == "User" else "assistant"
