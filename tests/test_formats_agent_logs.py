@@ -381,3 +381,146 @@ def test_specstory_turns_calls_and_outputs() -> None:
         for m in loaded.messages[1:3]
         if m.role == "assistant"
     )
+
+
+# -- shapes the shipped logs do not hold --------------------------------------------------
+
+
+def test_openhands_condensation_is_a_native_compaction_and_pairs_read_in_order() -> None:
+    events = [
+        [{"action": "message", "args": {"content": "fix it"}}, {"observation": "null"}],
+        [
+            {"action": "run", "args": {"command": "ls", "thought": "look first"}},
+            {"observation": "run", "content": "a.py"},
+        ],
+        [
+            {"action": "condensation", "args": {"summary": "listed the files"}},
+            {"observation": "null"},
+        ],
+        [
+            {"action": "run", "args": {"command": "cat a.py"}},
+            {"observation": "run", "content": "x=1"},
+        ],
+    ]
+    loaded = loads(json.dumps({"instance_id": "i1", "history": events}))
+    assert loaded.format == "openhands"
+    summary = next(m for m in loaded.messages if m.content == "listed the files")
+    assert summary.meta["boundary"]["kind"] == "compaction"
+    assert summary.meta["boundary"]["agent"] == "openhands"
+    assert [(c.name, json.loads(c.arguments)) for c in calls(loaded)] == [
+        ("run", {"command": "ls"}),
+        ("run", {"command": "cat a.py"}),
+    ]
+    assert list(answered(loaded).values()) == ["a.py", "x=1"]
+    assert loaded.skipped["null observation"] == 2
+
+
+def test_copilot_cli_new_system_prompt_mid_run_is_a_boundary() -> None:
+    def event(kind: str, **data: Any) -> str:
+        return json.dumps(
+            {"type": kind, "data": data, "id": kind, "timestamp": "2026-01-01T00:00:00Z"}
+        )
+
+    text = "\n".join(
+        [
+            event("session.start", sessionId="s"),
+            event("system.message", role="system", content="be brief"),
+            event("user.message", content="hi"),
+            event("assistant.message", content="hello", toolRequests=[]),
+            event("system.message", role="system", content="be thorough"),
+            event("user.message", content="", transformedContent="continue the task"),
+        ]
+    )
+    loaded = loads(text)
+    assert [m.role for m in loaded.messages] == ["system", "user", "assistant", "user", "user"]
+    boundary = loaded.messages[3]
+    assert boundary.meta["boundary"] == {"kind": "system"} and "be thorough" in boundary.content
+    assert loaded.messages[4].meta[SYNTHETIC_KEY] is True
+    assert [r.kind for r in loaded.repairs] == ["boundary"]
+
+
+def test_gemini_cli_function_call_parts_and_errors() -> None:
+    record = {
+        "sessionId": "s",
+        "projectHash": "p",
+        "messages": [
+            {"id": "u", "timestamp": "2026-01-01T00:00:00Z", "type": "user", "content": "go"},
+            {
+                "id": "g",
+                "timestamp": "2026-01-01T00:00:01Z",
+                "type": "gemini",
+                "content": [
+                    {"text": "thinking", "thought": True},
+                    {"text": "running it"},
+                    {"functionCall": {"id": "c1", "name": "shell", "args": {"cmd": "false"}}},
+                    {"functionCall": {"id": "c2", "name": "shell", "args": {"cmd": "sleep"}}},
+                ],
+                "toolCalls": [
+                    {
+                        "id": "c1",
+                        "name": "shell",
+                        "args": {"cmd": "false"},
+                        "status": "error",
+                        "result": [
+                            {"functionResponse": {"id": "c1", "response": {"error": "exit 1"}}}
+                        ],
+                    },
+                    {
+                        "id": "c2",
+                        "name": "shell",
+                        "args": {},
+                        "status": "cancelled",
+                        "result": None,
+                    },
+                ],
+            },
+        ],
+    }
+    loaded = loads(json.dumps(record))
+    assert loaded.messages[1].content == "running it"
+    assert [c.id for c in calls(loaded)] == ["c1", "c2"]
+    assert answered(loaded) == {"c1": "Error: exit 1"}
+    assert [(r.kind, r.call_id) for r in loaded.repairs] == [("no_result", "c2")]
+
+
+def test_factory_droid_error_results_and_run_usage() -> None:
+    events = [
+        {"type": "system", "session_id": "s", "model": "droid-model", "timestamp": 1767812640310},
+        {
+            "type": "message",
+            "session_id": "s",
+            "role": "user",
+            "text": "List files",
+            "timestamp": 1767812641000,
+        },
+        {
+            "type": "tool_call",
+            "session_id": "s",
+            "id": "call_1",
+            "toolName": "Execute",
+            "parameters": {"command": "ls"},
+        },
+        {
+            "type": "tool_result",
+            "session_id": "s",
+            "id": "call_1",
+            "isError": True,
+            "value": "ls: no such dir",
+        },
+        {
+            "type": "completion",
+            "session_id": "s",
+            "finalText": "Done",
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        },
+        {"type": "error", "source": "cli", "message": "Authentication failed.", "session_id": "s"},
+    ]
+    loaded = loads("\n".join(json.dumps(e) for e in events))
+    assert answered(loaded) == {"call_1": "Error: ls: no such dir"}
+    last = loaded.messages[-1]
+    assert (
+        last.content == "Done" and last.meta["factory_droid"]["session_usage"]["input_tokens"] == 10
+    )
+    assert recorded_usage(last) is None  # the run's total is not one call's bill
+    assert last.meta["recorded"]["model"] == "droid-model"
+    assert loaded.skipped["error"] == 1
