@@ -524,3 +524,26 @@ def test_factory_droid_error_results_and_run_usage() -> None:
     assert recorded_usage(last) is None  # the run's total is not one call's bill
     assert last.meta["recorded"]["model"] == "droid-model"
     assert loaded.skipped["error"] == 1
+
+
+def test_openhands_runs_one_after_another_the_later_system_prompts_as_boundaries() -> None:
+    def record(instance: str) -> str:
+        history = [
+            {"id": 0, "source": "agent", "action": "system", "args": {"content": "you are X"}},
+            {"id": 1, "source": "user", "action": "message", "args": {"content": f"do {instance}"}},
+            {"id": 2, "source": "agent", "action": "message", "args": {"content": "done"}},
+        ]
+        return json.dumps({"instance_id": instance, "history": history})
+
+    loaded = loads(record("a") + "\n" + record("b"))
+    roles_in_order = [m.role for m in loaded.messages]
+    assert roles_in_order == ["system", "user", "assistant", "user", "user", "assistant"]
+    assert loaded.messages[3].meta["boundary"] == {"kind": "system"}
+    assert [m.meta["openhands"].get("run") for m in loaded.messages] == [
+        "a",
+        None,
+        None,
+        "b",
+        None,
+        None,
+    ]

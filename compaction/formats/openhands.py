@@ -195,21 +195,18 @@ class _Run:
     def action(self, event: Mapping[str, Any]) -> None:
         kind = event["action"]
         args = _args(event)
-        agent = event.get("source") == "agent" or (
-            "source" not in event and kind == "message" and args.get("wait_for_response") is True
-        )
         self.pending = None
-        if kind == "system":
+        if kind == "system":  # after the start, the log rules (as_log) make it a boundary
             text = as_text(args.get("content")) or as_text(event.get("message"))
-            role = "system" if not self.messages else "user"
-            extra = {SYNTHETIC_KEY: True} if role == "user" else {}
-            self.add(Message(role, text, meta={SOURCE_KEY: self.source(event), **extra}))
+            self.add(Message("system", text, meta={SOURCE_KEY: self.source(event)}))
             return
         if kind == "message":
+            # Old events have no source: the agent's own messages wait for the person's reply.
+            agent = event.get("source") == "agent" or (
+                "source" not in event and args.get("wait_for_response") is True
+            )
             text = as_text(args.get("content")) or as_text(event.get("message"))
-            if "source" not in event and not agent:
-                agent = False
-            role = "assistant" if (agent or event.get("source") == "agent") else "user"
+            role = "assistant" if agent else "user"
             self.add(Message(role, text, meta={SOURCE_KEY: self.source(event)}))
             return
         meta = event.get("tool_call_metadata")
@@ -331,10 +328,6 @@ def read_openhands(doc: Document, path: str | Path) -> Loaded:
             if isinstance(record.get("metrics"), dict):
                 source["metrics"] = record["metrics"]
             run.messages[0] = first.with_meta(**{SOURCE_KEY: source})
-        if messages and run.messages and run.messages[0].role == "system":
-            run.messages[0] = (
-                run.messages[0].replace(role="user").with_meta(**{SYNTHETIC_KEY: True})
-            )
         messages.extend(run.messages)
     container = "jsonl" if doc.records is not None else "list"
     return done(messages, FORMAT, path, skipped=skipped, container=container)
