@@ -63,10 +63,11 @@ def test_a_file_with_no_messages_is_an_error_not_an_empty_conversation(tmp_path)
 
 def test_a_file_of_only_empty_messages_is_an_error_naming_the_format(tmp_path):
     # Messages whose text sits where the chat format does not look: read, they are empty.
+    # (Under "message" it would be a Cursor transcript, which has its own reader.)
     path = tmp_path / "agent.jsonl"
     lines = [
-        {"role": "user", "message": {"content": [{"type": "text", "text": "fix it"}]}},
-        {"role": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}},
+        {"role": "user", "data": {"content": [{"type": "text", "text": "fix it"}]}},
+        {"role": "assistant", "data": {"content": [{"type": "text", "text": "done"}]}},
     ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     with pytest.raises(FormatError, match="every one of its 2 messages is empty") as err:
