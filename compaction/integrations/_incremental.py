@@ -24,6 +24,7 @@ from .._trigger_view import AppendLog
 from ..adapters import AdapterError
 from ..adapters._coerce import plain
 from ..adapters.openai import message_from_openai
+from ..adapters.person import IsPerson, mark_authors
 from ..adapters.rekey import rekey
 from ..adapters.responses import _PEOPLE, _kind, from_responses
 from ..messages import Message
@@ -64,7 +65,8 @@ def common_prefix(old: list[Any], new: Sequence[Any]) -> int:
 class OpenAIHistory:
     """OpenAI chat messages (dicts or SDK objects) converted incrementally."""
 
-    def __init__(self) -> None:
+    def __init__(self, is_person: IsPerson | None = None) -> None:
+        self.is_person = is_person
         self.sources: list[Any] = []
         self.messages: list[Message] = []
         self._call_ids: set[str] = set()
@@ -81,6 +83,8 @@ class OpenAIHistory:
             del self.sources[keep:], self.messages[keep:]
             self._recount()
         new = [message_from_openai(raw[i], i) for i in range(keep, len(raw))]
+        if self.is_person is not None:
+            new = list(mark_authors(new, self.is_person))
         duplicates = self._duplicates
         ids = set()
         for m in new:

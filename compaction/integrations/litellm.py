@@ -50,6 +50,7 @@ from .._log import log
 from ..adapters import AdapterError
 from ..adapters._coerce import plain as _plain
 from ..adapters.openai import message_to_openai
+from ..adapters.person import IsPerson
 from ..trigger import Compactor, CompactorStats
 from ._compactor import default_pipeline
 from ._incremental import OpenAIHistory
@@ -78,11 +79,13 @@ class _Conversation:
 
     __slots__ = ("compactor", "history", "key", "serial", "written")
 
-    def __init__(self, key: str, serial: int, compactor: Compactor) -> None:
+    def __init__(
+        self, key: str, serial: int, compactor: Compactor, is_person: IsPerson | None
+    ) -> None:
         self.key = key
         self.serial = serial
         self.compactor = compactor
-        self.history = OpenAIHistory()
+        self.history = OpenAIHistory(is_person)
         # The compacted view as written back: a call between compactions writes only the
         # steps appended since (the rest was deep-copied once, when it was first sent).
         self.written = WrittenView(one_each(message_to_openai))
@@ -102,6 +105,13 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     with its ``handle(tool_call, messages)``, which gives back any message a placeholder or
     note names.
 
+    Only the person's words are kept as theirs (their rules and limits outlive a compaction
+    verbatim). Agents that send command output as user messages (mini-swe-agent's
+    ``<returncode>``, ``Observation:``, harness format errors) are recognised as the file
+    readers recognise them; ``is_person`` (called with each remaining user
+    [`Message`][compaction.messages.Message], the original dict under ``meta["openai"]``) may
+    take more away: answer False for what the person did not write.
+
     ``compactor(session_id)`` answers the compactor of a conversation (its ``stats`` say what
     it did; without a session id, the one used last); ``stats`` sums them all.
     """
@@ -119,8 +129,12 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         observe_usage: bool = True,
         max_conversations: int = 256,
         recall: bool = False,
+        is_person: IsPerson | None = None,
     ) -> None:
         super().__init__()
+        if is_person is not None and not callable(is_person):
+            raise TypeError(f"is_person must be callable, got {type(is_person).__name__}")
+        self.is_person = is_person
         # recall=True: a tool spec (``recall_tool.spec``) and its handler over your messages.
         self.recall_tool = MessagesRecall() if recall else None
         if window is not None and (
@@ -238,6 +252,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
                         labels={**self.labels, "conversation_id": f"{key}#{self._serial}"},
                         **self.options,
                     ),
+                    self.is_person,
                 )
                 ids = self._by_key.setdefault(key, [])
                 if key.startswith("session:"):

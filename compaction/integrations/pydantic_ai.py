@@ -40,6 +40,7 @@ except ModuleNotFoundError as exc:  # the extra is missing: say which one
 from .. import events
 from .._log import log
 from .._trigger_view import AppendLog
+from ..adapters.person import IsPerson, mark_authors
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
@@ -78,7 +79,13 @@ class _Conversation:
         # steps appended since.
         self.written = WrittenView(pydantic_ai_units)
 
-    def convert(self, messages: Sequence[ModelMessage], instructions: str) -> AppendLog:
+    def convert(
+        self,
+        messages: Sequence[ModelMessage],
+        instructions: str,
+        prompt: Any = None,
+        is_person: IsPerson | None = None,
+    ) -> AppendLog:
         # The first message stands for the instructions (a system block, counted and kept),
         # the same object while they do not change, so the compactor sees the same prefix.
         if (self.instructions.content if self.instructions else "") != instructions:
@@ -101,8 +108,10 @@ class _Conversation:
         del self.sources[keep:], self.ends[keep:]
         base = self.ends[-1] if self.ends else head
         new: list[Message] = []
+        own = prompt if isinstance(prompt, str) else None
         for source in messages[keep:]:
-            new.extend(from_pydantic_ai([source]))
+            read = from_pydantic_ai([source], prompt=own)
+            new.extend(mark_authors(read, is_person) if is_person is not None else read)
             self.sources.append(source)
             self.ends.append(base + len(new))
         self.flat.put_tail(base, new)
@@ -146,7 +155,11 @@ class _Engine:
         counter: TokenCounter | None,
         labels: Mapping[str, Any] | None,
         max_conversations: int,
+        is_person: IsPerson | None = None,
     ) -> None:
+        if is_person is not None and not callable(is_person):
+            raise TypeError(f"is_person must be callable, got {type(is_person).__name__}")
+        self.is_person = is_person
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):
@@ -198,7 +211,9 @@ class _Engine:
         # agent uncompacted with a warning per call would hide it until the provider refuses.
         state = self.conversation(getattr(ctx, "conversation_id", None), model, parameters)
         try:
-            ours = state.convert(messages, _instructions(parameters))
+            ours = state.convert(
+                messages, _instructions(parameters), getattr(ctx, "prompt", None), self.is_person
+            )
             sent = await state.compactor.abefore_call(ours)
             if sent is ours:
                 return messages
@@ -228,6 +243,12 @@ class Compaction(AbstractCapability[Any]):
     ``FunctionModel``'s word count, is ignored anyway); ``max_conversations`` bounds how many
     conversations (``conversation_id``) are followed at once; ``recall=True`` contributes a
     ``recall`` tool that gives the model back any message a placeholder or note names.
+
+    Only the person's words are kept as theirs (their rules and limits outlive a compaction
+    verbatim): a user prompt sent beside tool returns (a tool's ``ToolReturn.content``) is the
+    tool's data, and ``is_person`` (called with each remaining user
+    [`Message`][compaction.messages.Message], its pydantic-ai part under ``meta["pydantic_ai"]``)
+    may take more away: answer False for text the person did not write.
     """
 
     def __init__(
@@ -243,6 +264,7 @@ class Compaction(AbstractCapability[Any]):
         observe_usage: bool = True,
         max_conversations: int = 256,
         recall: bool = False,
+        is_person: IsPerson | None = None,
     ) -> None:
         # recall=True: a ``recall`` tool answering from the run's messages.
         self._recall = recall_tools.pydantic_ai_recall_toolset() if recall else None
@@ -255,6 +277,7 @@ class Compaction(AbstractCapability[Any]):
             counter,
             labels,
             max_conversations,
+            is_person,
         )
         self.observe_usage = observe_usage
 
@@ -300,6 +323,7 @@ def compaction_processor(
     counter: TokenCounter | None = None,
     labels: Mapping[str, Any] | None = None,
     max_conversations: int = 256,
+    is_person: IsPerson | None = None,
 ) -> Any:
     """A history processor (``ProcessHistory(compaction_processor(window=...))``).
 
@@ -307,7 +331,15 @@ def compaction_processor(
     compacted; prefer [`Compaction`][] to keep the history whole.
     """
     engine = _Engine(
-        pipeline, window, compact_at, compact_to, min_saving, counter, labels, max_conversations
+        pipeline,
+        window,
+        compact_at,
+        compact_to,
+        min_saving,
+        counter,
+        labels,
+        max_conversations,
+        is_person,
     )
 
     async def process(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:
