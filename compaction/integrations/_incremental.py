@@ -119,7 +119,8 @@ class ResponsesHistory:
     next items may extend) is always read again.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, is_person: IsPerson | None = None) -> None:
+        self.is_person = is_person
         self.sources: list[Any] = []
         self.lead: tuple[Message, ...] = ()
         # The lead, then the conversions: an AppendLog, so the compactor reads only its tail.
@@ -136,7 +137,7 @@ class ResponsesHistory:
         object starts the conversion afresh.
         """
         if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-            return lead + from_responses(items)
+            return lead + from_responses(items, is_person=self.is_person)
         if lead is not self.lead:
             self._forget()
             self.lead = lead
@@ -151,7 +152,7 @@ class ResponsesHistory:
         whole = max(bisect.bisect_right(self.starts, keep) - 1, 0)
         start = self.starts[whole] if whole < len(self.starts) else 0
         try:
-            tail = from_responses(items[start:])
+            tail = from_responses(items[start:], is_person=self.is_person)
         except AdapterError:
             # Read the whole list again, so the error names the item by its real index.
             from_responses(items)
@@ -161,7 +162,7 @@ class ResponsesHistory:
             # Grouped otherwise than expected (a newer adapter): convert in full, keep nothing.
             self._forget()
             self.lead = ()
-            return lead + from_responses(items)
+            return lead + from_responses(items, is_person=self.is_person)
         for m in self.messages[h + whole :]:
             for call in m.tool_calls:
                 names = self._names.get(call.id)

@@ -49,6 +49,7 @@ from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
 from . import recall_tools
+from ._compactor import MissingWindowError
 from ._conversations import Conversations
 from ._incremental import common_prefix
 from .langchain_messages import (
@@ -60,6 +61,7 @@ from .langchain_messages import (
 
 __all__ = [
     "CompactionMiddleware",
+    "MissingWindowError",
     "default_pipeline",
     "from_langchain",
     "to_langchain",
@@ -169,7 +171,8 @@ class CompactionMiddleware(AgentMiddleware):
     [`compaction.default_pipeline`][compaction.ladder.default_pipeline]: the free layers, the
     offline summary, then the last resort ``Fit``); ``window`` the model's context window in
     tokens (default: the chat model's ``profile["max_input_tokens"]``; with neither, the first
-    model call raises ``ValueError`` rather than run the agent uncompacted); ``compact_at``,
+    model call raises [`MissingWindowError`][],
+    a ``ValueError``, rather than run the agent uncompacted); ``compact_at``,
     ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     [`Compactor`][compaction.trigger.Compactor]'s; ``count_tools`` counts the tool schemas into
     the budget; ``observe_usage`` anchors the estimate on the ``input_tokens`` the model reports
@@ -260,10 +263,7 @@ class CompactionMiddleware(AgentMiddleware):
         window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
         if isinstance(window, int) and window > 0:
             return window
-        raise ValueError(
-            "CompactionMiddleware needs the model's context window: pass window=..., or a "
-            "chat model whose profile has 'max_input_tokens'"
-        )
+        raise MissingWindowError()
 
     def _thread(self, request: ModelRequest) -> _Thread:
         info = getattr(request.runtime, "execution_info", None)

@@ -46,6 +46,7 @@ from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
 from . import recall_tools
+from ._compactor import MissingWindowError
 from ._conversations import Conversations
 from ._incremental import common_prefix
 from ._written import WrittenView
@@ -53,6 +54,7 @@ from .pydantic_ai_messages import from_pydantic_ai, pydantic_ai_units, to_pydant
 
 __all__ = [
     "Compaction",
+    "MissingWindowError",
     "compaction_processor",
     "from_pydantic_ai",
     "to_pydantic_ai",
@@ -185,10 +187,7 @@ class _Engine:
                     else getattr(profile, "context_window", None)
                 )
                 if not isinstance(window, int) or window <= 0:
-                    raise ValueError(
-                        "compaction needs the model's context window: pass window=..., or "
-                        "give the model a profile with context_window"
-                    )
+                    raise MissingWindowError()
             compactor = Compactor(
                 self.pipeline,
                 window,
@@ -236,7 +235,9 @@ class Compaction(AbstractCapability[Any]):
     [`compaction.default_pipeline`][compaction.ladder.default_pipeline], offline: the free
     layers, the extractive summary, then the last resort ``Fit``); ``window`` the model's
     context window in tokens (default: the model profile's ``context_window``; with neither, the
-    first model request raises ``ValueError`` rather than run the agent uncompacted);
+    first model request raises
+    [`MissingWindowError`][], a
+    ``ValueError``, rather than run the agent uncompacted);
     ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     [`Compactor`][compaction.trigger.Compactor]'s; ``observe_usage`` anchors the estimate on the
     input tokens the provider reports (a count far below the local one, such as
