@@ -56,6 +56,12 @@ def test_a_synchronous_completion_warns_once_and_says_what_to_do(installed) -> N
 
 
 def test_no_warning_when_the_caller_compacts_or_calls_async(installed) -> None:
+    def small() -> None:
+        messages = [{"role": "user", "content": "Hello."}]
+        litellm.completion(model="openai/local-model", messages=messages, mock_response="ok")
+
+    assert _sync_warnings(small) == []  # nothing to compact: nothing to say
+
     def compacted() -> None:
         messages = installed.compact_messages("openai/local-model", _messages())
         litellm.completion(model="openai/local-model", messages=messages, mock_response="ok")

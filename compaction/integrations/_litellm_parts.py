@@ -10,7 +10,13 @@ from ..trigger import Compactor
 from ._incremental import OpenAIHistory
 from ._written import WrittenView, one_each
 
-__all__ = ["SYNC_MESSAGE", "CompactionSyncWarning", "model_window", "LiteLLMConversation"]
+__all__ = [
+    "SYNC_MESSAGE",
+    "CompactionSyncWarning",
+    "LiteLLMConversation",
+    "model_window",
+    "rough_tokens",
+]
 
 
 class CompactionSyncWarning(UserWarning):
@@ -24,6 +30,22 @@ SYNC_MESSAGE = (
     "that may change a synchronous request): pass messages=hook.compact_messages(model, "
     "messages) to litellm.completion, or call litellm.acompletion. This is said once."
 )
+
+
+def rough_tokens(messages: list[Any]) -> int:
+    """About how many tokens ``messages`` take (4 characters each): enough to tell a request
+    that needed compacting from one that did not, in one pass and without a tokenizer."""
+    chars = 0
+    for m in messages:
+        content = m.get("content") if isinstance(m, dict) else getattr(m, "content", None)
+        if isinstance(content, str):
+            chars += len(content)
+        elif isinstance(content, list):
+            chars += sum(len(str(part)) for part in content)
+        calls = m.get("tool_calls") if isinstance(m, dict) else getattr(m, "tool_calls", None)
+        if isinstance(calls, list):
+            chars += sum(len(str(call)) for call in calls)
+    return chars // 4
 
 
 def model_window(model: str, provider: Any = None) -> int | None:

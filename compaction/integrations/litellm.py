@@ -15,8 +15,8 @@ to rewrite a request before it is sent:
 LiteLLM's synchronous ``litellm.completion`` runs neither (its only callback before the request
 is ``log_pre_api_call``, which sees the request after it is built and cannot change it), so
 synchronous code calls [`CompactionHook.compact_messages`][] on the messages it passes. A
-synchronous call that reaches the hook uncompacted warns once (``CompactionSyncWarning``),
-naming that method, rather than let a request past the window go out in silence.
+synchronous call big enough to need compacting warns once (``CompactionSyncWarning``), naming
+that method, rather than go out uncompacted in silence.
 
 The window is the model's own, from LiteLLM's model map (``max_input_tokens``; models added
 with ``litellm.register_model`` count), else ``window`` as given. Each conversation keeps its
@@ -55,7 +55,13 @@ from ..adapters._coerce import plain as _plain
 from ..adapters.person import IsPerson
 from ..trigger import Compactor, CompactorStats
 from ._compactor import MissingWindowError, default_pipeline
-from ._litellm_parts import SYNC_MESSAGE, CompactionSyncWarning, LiteLLMConversation, model_window
+from ._litellm_parts import (
+    SYNC_MESSAGE,
+    CompactionSyncWarning,
+    LiteLLMConversation,
+    model_window,
+    rough_tokens,
+)
 from .recall_tools import MessagesRecall
 
 __all__ = ["CompactionHook", "CompactionSyncWarning", "MissingWindowError"]
@@ -140,7 +146,6 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         self._written: OrderedDict[int, list[Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._warned_sync = False
-        self._compacts_itself = False
 
     # -- what it did -----------------------------------------------------------------------
 
@@ -280,7 +285,6 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         ``request`` may carry the call's other arguments (``tools``, ``litellm_session_id``,
         ``metadata``) so the tool schemas are counted and the conversation is known.
         """
-        self._compacts_itself = True
         prepared = self._prepare(model, messages, request)
         if prepared is None:
             return messages
@@ -351,14 +355,18 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     # -- LiteLLM's hooks -------------------------------------------------------------------
 
     def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
-        """A synchronous ``litellm.completion`` is not compacted: say so, once per hook."""
+        """A synchronous ``litellm.completion`` big enough to need compacting went out as it
+        came (no hook may change it): say so, once per hook. A request that is small, or that
+        the caller compacted with [`compact_messages`][], needs nothing said."""
         params = kwargs.get("litellm_params") if isinstance(kwargs, Mapping) else None
-        if self._warned_sync or not isinstance(params, Mapping):
+        if self._warned_sync or not isinstance(params, Mapping) or not isinstance(model, str):
             return
-        # A caller who compacts with compact_messages is doing what this would say.
-        if params.get("acompletion") is False and not self._compacts_itself:
+        if params.get("acompletion") is not False or not isinstance(messages, list):
+            return
+        window = self.window_for(model, params.get("custom_llm_provider"))
+        if window is not None and rough_tokens(messages) > self.options["compact_at"] * window:
             self._warned_sync = True
-            log.warning("litellm.sync_not_compacted", model=model)
+            log.warning("litellm.sync_not_compacted", model=model, window=window)
             warnings.warn(SYNC_MESSAGE, CompactionSyncWarning, stacklevel=2)
 
     async def async_pre_call_deployment_hook(
