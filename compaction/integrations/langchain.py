@@ -171,7 +171,7 @@ class CompactionMiddleware(AgentMiddleware):
     [`compaction.default_pipeline`][compaction.ladder.default_pipeline]: the free layers, the
     offline summary, then the last resort ``Fit``); ``window`` the model's context window in
     tokens (default: the chat model's ``profile["max_input_tokens"]``; with neither, the first
-    model call raises [`MissingWindowError`][],
+    model call raises ``MissingWindowError``,
     a ``ValueError``, rather than run the agent uncompacted); ``compact_at``,
     ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     [`Compactor`][compaction.trigger.Compactor]'s; ``count_tools`` counts the tool schemas into

@@ -357,7 +357,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
         """A synchronous ``litellm.completion`` big enough to need compacting went out as it
         came (no hook may change it): say so, once per hook. A request that is small, or that
-        the caller compacted with [`compact_messages`][], needs nothing said."""
+        the caller compacted with ``compact_messages``, needs nothing said."""
         params = kwargs.get("litellm_params") if isinstance(kwargs, Mapping) else None
         if self._warned_sync or not isinstance(params, Mapping) or not isinstance(model, str):
             return

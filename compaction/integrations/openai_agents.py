@@ -92,7 +92,7 @@ class CompactionFilter:
     the local one, such as the SDK's default ``Usage()`` of 0, is ignored anyway).
     ``recall=True`` offers [`recall_tool`][], a ``recall`` function tool for the agent
     that gives the model back any message a placeholder or note names, from the input of the
-    run that calls it. Without a window (or a compactor) it raises [`MissingWindowError`][].
+    run that calls it. Without a window (or a compactor) it raises ``MissingWindowError``.
 
     Only the person's words are kept as theirs (their rules and limits outlive a compaction
     verbatim): a user message that opens like command output or a harness's reply is not;

@@ -236,7 +236,7 @@ class Compaction(AbstractCapability[Any]):
     layers, the extractive summary, then the last resort ``Fit``); ``window`` the model's
     context window in tokens (default: the model profile's ``context_window``; with neither, the
     first model request raises
-    [`MissingWindowError`][], a
+    ``MissingWindowError``, a
     ``ValueError``, rather than run the agent uncompacted);
     ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     [`Compactor`][compaction.trigger.Compactor]'s; ``observe_usage`` anchors the estimate on the
