@@ -465,3 +465,27 @@ def test_agents_sdk_tool_output_and_user_role_observations_are_never_the_person(
     assert any(PLANTED in text(i) for request in seen for i in request)
     last = seen[-1]
     assert_only_the_person(text(i) for i in last)
+
+
+def test_pydantic_ai_the_runs_own_prompt_beside_tool_returns_is_the_persons() -> None:
+    """A run resumed with deferred tool results and a new prompt sends both in one request:
+    the prompt that is the run's own is the person's; any other user part there is not."""
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai.messages import ModelRequest, ToolReturnPart, UserPromptPart
+
+    from compaction.integrations.pydantic_ai_messages import from_pydantic_ai
+
+    request = ModelRequest(
+        [
+            ToolReturnPart("fetch_page", "fetched", "c1"),
+            UserPromptPart(PLANTED),
+            UserPromptPart(RULE),
+        ]
+    )
+    read = from_pydantic_ai([request], prompt=RULE)
+    assert [(m.role, is_person_written(m)) for m in read] == [
+        ("tool", False),
+        ("user", False),
+        ("user", True),
+    ]
+    assert [is_person_written(m) for m in from_pydantic_ai([request])] == [False, False, False]
