@@ -17,7 +17,7 @@ litellm = pytest.importorskip("litellm")
 
 from compaction import validate  # noqa: E402
 from compaction.adapters.openai import from_openai  # noqa: E402
-from compaction.integrations.litellm import CompactionHook  # noqa: E402
+from compaction.integrations.litellm import CompactionHook, MissingWindowError  # noqa: E402
 from compaction.tokens import TiktokenCounter  # noqa: E402
 from tests.model_server import ScriptedChatServer, text_reply, tool_call_reply  # noqa: E402
 
@@ -207,7 +207,7 @@ def test_a_model_without_a_window_fails_the_call_at_once(hook):
     sees, not a run that goes out uncompacted with a warning per call."""
     hook(counter=COUNTER)  # no fallback window
     with ScriptedChatServer(scripted_by_call_count()) as server:
-        with pytest.raises(Exception, match="no context window for model"):
+        with pytest.raises(MissingWindowError, match="context window"):
             agent_loop(server, model="openai/unknown-model-x")
         assert server.requests == []
 

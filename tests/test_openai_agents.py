@@ -182,7 +182,7 @@ def test_filter_passes_untouched_items_back_as_the_same_objects():
 
 
 def test_wrong_arguments_say_what_is_wrong():
-    with pytest.raises(TypeError, match="window"):
+    with pytest.raises(ValueError, match="context window"):
         CompactionFilter()
     with pytest.raises(TypeError, match="Session"):
         CompactionSession(object(), window=1000)

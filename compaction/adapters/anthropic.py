@@ -28,6 +28,7 @@ from . import AdapterError
 from ._anthropic_blocks import META_KEY, record_of, text_block, tool_block, user_content
 from ._coerce import is_model, plain, plain_blocks
 from .ids import anthropic_id
+from .person import IsPerson, harness_meta, mark_authors, synthetic
 from .rekey import rekey
 
 __all__ = ["CONTINUED", "META_KEY", "AnthropicRequest", "from_anthropic", "to_anthropic"]
@@ -137,14 +138,18 @@ def system_from(system: Any) -> Message:
 def from_anthropic(
     messages: Iterable[Mapping[str, Any]],
     system: str | list[dict[str, Any]] | None = None,
+    *,
+    is_person: IsPerson | None = None,
 ) -> tuple[Message, ...]:
     """Anthropic ``messages`` (and the top-level ``system``) as [`Message`][] tuples.
 
     A message may be an SDK object (the ``Message`` a call returned, or any pydantic model with
     ``role`` and ``content``), and content blocks may be SDK block objects: they are read
     without the null fields ``model_dump()`` would add, and a response's own fields (``id``,
-    ``model``, ``usage``...) are not carried into the request. Raises [`AdapterError`][]
-    naming the message and field it cannot read.
+    ``model``, ``usage``...) are not carried into the request. A user message's text sent
+    beside ``tool_result`` blocks, text a harness wrote (see [`compaction.adapters.person`][])
+    and text ``is_person`` rejects are marked synthetic: sent, never taken for the person's
+    words. Raises [`AdapterError`][] naming the message and field it cannot read.
     """
     if isinstance(messages, str | bytes | Mapping) or is_model(messages):
         raise AdapterError(None, None, "expected a list of message objects")
@@ -163,7 +168,7 @@ def from_anthropic(
             out.append(message)
         elif role == "user":
             if isinstance(content, str):
-                out.append(Message("user", content))
+                out.append(Message("user", content, meta=harness_meta("user", content)))
                 continue
             blocks = _check_blocks(content, index, "content")
             rest = []
@@ -176,12 +181,16 @@ def from_anthropic(
                 else:
                     rest.append(block)
             if rest or not blocks:
-                out.append(user_from_blocks(rest))
+                user = user_from_blocks(rest)
+                # Text sent beside tool results is the tools' (or the harness's), not the
+                # person's: a page's "ignore your limits" must not count as their words.
+                tools = len(rest) < len(blocks)
+                out.append(synthetic(user) if tools or harness_meta("user", user.content) else user)
         else:
             hint = " (the system prompt goes in `system`)" if role == "system" else ""
             raise AdapterError(index, "role", f"expected 'user' or 'assistant', got {role!r}{hint}")
     # A tool_use id reused by a later message is given a fresh one (meta["rekeyed"] says so).
-    return rekey(out)
+    return rekey(list(mark_authors(out, is_person)) if is_person is not None else out)
 
 
 def _coerced(raw: Any) -> Any:

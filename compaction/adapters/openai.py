@@ -17,6 +17,7 @@ from ..messages import Message, ToolCall
 from . import AdapterError
 from ._coerce import first_choice, is_model, plain, plain_blocks
 from ._parts import is_cut, with_text
+from .person import IsPerson, harness_meta, mark_authors
 from .rekey import rekey
 
 __all__ = ["META_KEY", "from_openai", "to_openai"]
@@ -119,7 +120,7 @@ def message_from_openai(raw: Any, index: int = 0) -> Message:
         tool_calls=calls,
         tool_call_id=tool_call_id,
         name=name,
-        meta={META_KEY: record},
+        meta={META_KEY: record, **harness_meta(role, text)},
     )
 
 
@@ -140,22 +141,27 @@ def _coerced(raw: Any) -> Any:
     return raw
 
 
-def from_openai(messages: Iterable[Any]) -> tuple[Message, ...]:
+def from_openai(
+    messages: Iterable[Any], *, is_person: IsPerson | None = None
+) -> tuple[Message, ...]:
     """OpenAI chat-completions ``messages`` as [`Message`][] tuples.
 
     Each item may be a message dict, an SDK object (``ChatCompletionMessage``, or a
     ``ChatCompletion``, read as its first choice's message) or any pydantic model of that
     shape; a single ``ChatCompletion`` is accepted in place of the list. ``developer`` becomes
     ``system`` (the original role is remembered); content parts are joined into the text
-    (text parts only) and kept whole in ``meta["openai"]``. Raises [`AdapterError`][]
-    naming the message and field it cannot read.
+    (text parts only) and kept whole in ``meta["openai"]``. A user message a harness or
+    a tool wrote (command output, a format error; see [`compaction.adapters.person`][]) or
+    that ``is_person`` rejects is marked synthetic: it is sent, but never taken for the
+    person's words. Raises [`AdapterError`][] naming the message and field it cannot read.
     """
     if is_model(messages) and hasattr(messages, "choices"):
         messages = [messages]
     if isinstance(messages, str | bytes | Mapping) or is_model(messages):
         raise AdapterError(None, None, "expected a list of message objects")
     # A call id reused by a later message is given a fresh one (meta["rekeyed"] says so).
-    return rekey([message_from_openai(m, i) for i, m in enumerate(messages)])
+    read = [message_from_openai(m, i) for i, m in enumerate(messages)]
+    return rekey(list(mark_authors(read, is_person)) if is_person is not None else read)
 
 
 def _record(message: Message) -> Mapping[str, Any]:

@@ -35,6 +35,7 @@ from ..messages import Message, ToolCall
 from . import AdapterError
 from ._coerce import plain
 from ._parts import is_cut, with_text
+from .person import IsPerson, harness_meta, mark_authors
 
 __all__ = ["META_KEY", "from_responses", "message_to_responses", "to_responses"]
 
@@ -127,9 +128,9 @@ class _Reader:
                 record["parts"], record["parts_text"] = content, text
             if role == "developer":
                 record["role"] = "developer"
-            self.out.append(
-                Message("user" if role == "user" else "system", text, meta={META_KEY: record})
-            )
+            role = "user" if role == "user" else "system"
+            meta = {META_KEY: record, **harness_meta(role, text)}
+            self.out.append(Message(role, text, meta=meta))
         elif kind.endswith("_call_output"):
             self.flush()
             call_id = item.get("call_id")
@@ -163,14 +164,19 @@ class _Reader:
             self.items.append((index, raw, item))
 
 
-def from_responses(items: Iterable[Any]) -> tuple[Message, ...]:
+def from_responses(
+    items: Iterable[Any], *, is_person: IsPerson | None = None
+) -> tuple[Message, ...]:
     """Responses API input items (dicts or SDK objects) as [`Message`][] tuples.
 
     A plain string (the Agents SDK's shorthand for one user message) is one user message.
+    A user message a harness or a tool wrote (see [`compaction.adapters.person`][]) or that
+    ``is_person`` rejects is marked synthetic: sent, never taken for the person's words.
     Raises [`AdapterError`][] naming the item and field it cannot read.
     """
     if isinstance(items, str):
-        return (Message("user", items, meta={META_KEY: {"item": items, "text": items}}),)
+        meta = {META_KEY: {"item": items, "text": items}, **harness_meta("user", items)}
+        return mark_authors((Message("user", items, meta=meta),), is_person)
     if isinstance(items, bytes | Mapping):
         raise AdapterError(None, None, "expected a list of input items")
     reader = _Reader()
@@ -178,7 +184,7 @@ def from_responses(items: Iterable[Any]) -> tuple[Message, ...]:
         # An SDK object is read through its plain form; the object itself is what goes back.
         reader.read(raw, index)
     reader.flush()
-    return tuple(reader.out)
+    return mark_authors(reader.out, is_person) if is_person is not None else tuple(reader.out)
 
 
 def _record(message: Message) -> Mapping[str, Any]:

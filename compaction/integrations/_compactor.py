@@ -7,7 +7,28 @@ from typing import Any
 from ..pipeline import CompactionPipeline
 from ..trigger import Compactor, default_pipeline
 
-__all__ = ["build_compactor", "default_pipeline"]
+__all__ = ["MISSING_WINDOW", "MissingWindowError", "build_compactor", "default_pipeline"]
+
+#: What every drop-in says when it has no context window: the same words everywhere.
+MISSING_WINDOW = (
+    "compaction needs the model's context window (in tokens): pass window=..., or use a "
+    "model whose window the framework knows (a LangChain profile's max_input_tokens, a "
+    "pydantic-ai profile's context_window, LiteLLM's model map)"
+)
+
+
+class MissingWindowError(ValueError):
+    """A drop-in was given no context window and could not learn the model's.
+
+    One type and one message in every drop-in (LangChain, pydantic-ai, the Agents SDK,
+    LiteLLM), raised rather than running the agent uncompacted: an agent would otherwise
+    learn it only when the provider refuses an over-window request. A ``ValueError``, so code
+    that caught that before still does.
+    """
+
+    def __init__(self, model: object = None) -> None:
+        where = f" (model {model!r})" if isinstance(model, str) else ""
+        super().__init__(MISSING_WINDOW + where)
 
 
 def build_compactor(
@@ -24,5 +45,5 @@ def build_compactor(
             raise TypeError(f"compactor must be a Compactor, got {type(compactor).__name__}")
         return compactor
     if window is None:
-        raise TypeError("pass window= (the model's context window in tokens) or compactor=")
+        raise MissingWindowError()
     return Compactor(pipeline or default_pipeline(), window, **options)

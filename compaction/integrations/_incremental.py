@@ -24,6 +24,7 @@ from .._trigger_view import AppendLog
 from ..adapters import AdapterError
 from ..adapters._coerce import plain
 from ..adapters.openai import message_from_openai
+from ..adapters.person import IsPerson, mark_authors
 from ..adapters.rekey import rekey
 from ..adapters.responses import _PEOPLE, _kind, from_responses
 from ..messages import Message
@@ -64,7 +65,8 @@ def common_prefix(old: list[Any], new: Sequence[Any]) -> int:
 class OpenAIHistory:
     """OpenAI chat messages (dicts or SDK objects) converted incrementally."""
 
-    def __init__(self) -> None:
+    def __init__(self, is_person: IsPerson | None = None) -> None:
+        self.is_person = is_person
         self.sources: list[Any] = []
         self.messages: list[Message] = []
         self._call_ids: set[str] = set()
@@ -81,6 +83,8 @@ class OpenAIHistory:
             del self.sources[keep:], self.messages[keep:]
             self._recount()
         new = [message_from_openai(raw[i], i) for i in range(keep, len(raw))]
+        if self.is_person is not None:
+            new = list(mark_authors(new, self.is_person))
         duplicates = self._duplicates
         ids = set()
         for m in new:
@@ -115,7 +119,8 @@ class ResponsesHistory:
     next items may extend) is always read again.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, is_person: IsPerson | None = None) -> None:
+        self.is_person = is_person
         self.sources: list[Any] = []
         self.lead: tuple[Message, ...] = ()
         # The lead, then the conversions: an AppendLog, so the compactor reads only its tail.
@@ -132,7 +137,7 @@ class ResponsesHistory:
         object starts the conversion afresh.
         """
         if isinstance(items, str | bytes) or not isinstance(items, Sequence):
-            return lead + from_responses(items)
+            return lead + from_responses(items, is_person=self.is_person)
         if lead is not self.lead:
             self._forget()
             self.lead = lead
@@ -147,7 +152,7 @@ class ResponsesHistory:
         whole = max(bisect.bisect_right(self.starts, keep) - 1, 0)
         start = self.starts[whole] if whole < len(self.starts) else 0
         try:
-            tail = from_responses(items[start:])
+            tail = from_responses(items[start:], is_person=self.is_person)
         except AdapterError:
             # Read the whole list again, so the error names the item by its real index.
             from_responses(items)
@@ -157,7 +162,7 @@ class ResponsesHistory:
             # Grouped otherwise than expected (a newer adapter): convert in full, keep nothing.
             self._forget()
             self.lead = ()
-            return lead + from_responses(items)
+            return lead + from_responses(items, is_person=self.is_person)
         for m in self.messages[h + whole :]:
             for call in m.tool_calls:
                 names = self._names.get(call.id)

@@ -43,11 +43,13 @@ except ModuleNotFoundError as exc:  # the extra is missing: say which one
 from .. import events
 from .._log import log
 from .._trigger_view import AppendLog
+from ..adapters.person import IsPerson, by_person, synthetic
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
 from . import recall_tools
+from ._compactor import MissingWindowError
 from ._conversations import Conversations
 from ._incremental import common_prefix
 from .langchain_messages import (
@@ -59,6 +61,7 @@ from .langchain_messages import (
 
 __all__ = [
     "CompactionMiddleware",
+    "MissingWindowError",
     "default_pipeline",
     "from_langchain",
     "to_langchain",
@@ -79,10 +82,11 @@ def _tool_schema(tool: Any) -> Mapping[str, Any] | None:
 class _Thread:
     """What the middleware remembers about one conversation."""
 
-    __slots__ = ("built", "by_id", "compactor", "converted", "sources", "system")
+    __slots__ = ("built", "by_id", "compactor", "converted", "is_person", "sources", "system")
 
-    def __init__(self, compactor: Compactor) -> None:
+    def __init__(self, compactor: Compactor, is_person: IsPerson | None = None) -> None:
         self.compactor = compactor
+        self.is_person = is_person
         # The LangChain messages converted so far, and their conversions, by position: a
         # message already converted (the same object, or an equal one) is not converted
         # again, so a call costs a pointer walk over the old messages.
@@ -134,7 +138,7 @@ class _Thread:
         new = []
         for i in range(keep, len(messages)):
             self.sources.append(messages[i])
-            new.append(message_from_langchain(messages[i], i))
+            new.append(self._read(messages[i], i))
         dropped = self.converted[base:]
         same = self.converted.put_tail(base, new)
         for m in dropped[same:]:
@@ -143,8 +147,14 @@ class _Thread:
             self.by_id[id(m)] = lc  # a kept conversion now stands for the current object
         return self.converted
 
-    def _append(self, lc: BaseMessage, index: int) -> None:
+    def _read(self, lc: BaseMessage, index: int) -> Message:
         m = message_from_langchain(lc, index)
+        if m.role == "user" and self.is_person is not None and not by_person(m, self.is_person):
+            return synthetic(m)
+        return m
+
+    def _append(self, lc: BaseMessage, index: int) -> None:
+        m = self._read(lc, index)
         self.converted.append(m)
         self.by_id[id(m)] = lc
 
@@ -161,7 +171,8 @@ class CompactionMiddleware(AgentMiddleware):
     [`compaction.default_pipeline`][compaction.ladder.default_pipeline]: the free layers, the
     offline summary, then the last resort ``Fit``); ``window`` the model's context window in
     tokens (default: the chat model's ``profile["max_input_tokens"]``; with neither, the first
-    model call raises ``ValueError`` rather than run the agent uncompacted); ``compact_at``,
+    model call raises ``MissingWindowError``,
+    a ``ValueError``, rather than run the agent uncompacted); ``compact_at``,
     ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     [`Compactor`][compaction.trigger.Compactor]'s; ``count_tools`` counts the tool schemas into
     the budget; ``observe_usage`` anchors the estimate on the ``input_tokens`` the model reports
@@ -169,6 +180,12 @@ class CompactionMiddleware(AgentMiddleware):
     ``max_threads`` bounds how many conversations are remembered (least recently used first
     out); ``recall=True`` adds a ``recall`` tool that gives the model back any message a
     placeholder or note names, from the graph state.
+
+    Only the person's words are kept as theirs (their rules and limits outlive a compaction
+    verbatim): a ``HumanMessage`` or a ``ChatMessage`` with the role user, not a
+    ``ChatMessage`` in a tool's role ("ipython", "observation"); ``is_person`` (called with
+    each remaining user [`Message`][compaction.messages.Message], the LangChain message under
+    ``meta["langchain"]``) may take more away: answer False for what the person did not write.
 
     ``compactor(thread_id)`` answers the compactor of a thread (its ``stats`` say what it
     did); ``last_request`` the messages the last model call was sent, system message first.
@@ -188,8 +205,12 @@ class CompactionMiddleware(AgentMiddleware):
         observe_usage: bool = True,
         max_threads: int = 256,
         recall: bool = False,
+        is_person: IsPerson | None = None,
     ) -> None:
         super().__init__()
+        if is_person is not None and not callable(is_person):
+            raise TypeError(f"is_person must be callable, got {type(is_person).__name__}")
+        self.is_person = is_person
         # recall=True: the model gets a ``recall`` tool answering from the graph state.
         self.tools = [recall_tools.langchain_recall_tool()] if recall else []
         if window is not None and (
@@ -242,10 +263,7 @@ class CompactionMiddleware(AgentMiddleware):
         window = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
         if isinstance(window, int) and window > 0:
             return window
-        raise ValueError(
-            "CompactionMiddleware needs the model's context window: pass window=..., or a "
-            "chat model whose profile has 'max_input_tokens'"
-        )
+        raise MissingWindowError()
 
     def _thread(self, request: ModelRequest) -> _Thread:
         info = getattr(request.runtime, "execution_info", None)
@@ -263,7 +281,7 @@ class CompactionMiddleware(AgentMiddleware):
                 labels={**self.labels, "thread_id": key},
                 min_saving=self.min_saving,
             )
-            return _Thread(compactor)
+            return _Thread(compactor, self.is_person)
 
         return self._threads.get_or_create(key, create)
 

@@ -34,6 +34,7 @@ from langchain_core.messages import (
 
 from ..adapters import AdapterError
 from ..adapters._parts import is_cut, with_text
+from ..adapters.person import IsPerson, harness_meta, mark_authors
 from ..media.parts import KEY as MEDIA_KEY
 from ..media.parts import describe_block, media_meta
 from ..memory.transcript import PROVENANCE_KEY, SYNTHETIC_KEY
@@ -60,6 +61,8 @@ _ROLES: Final = {
     "ToolMessageChunk": "tool",
     "SystemMessageChunk": "system",
 }
+#: The ChatMessage roles that are the person writing.
+_PERSON_ROLES: Final = frozenset({"user", "human"})
 _CHAT_ROLES: Final = {
     "system": "system",
     "developer": "system",
@@ -108,8 +111,14 @@ def message_from_langchain(message: BaseMessage, index: int = 0) -> Message:
         )
     kind = message.type
     role = _ROLES.get(kind)
+    # Only a HumanMessage, or a ChatMessage whose role is the user's, is the person: a
+    # ChatMessage in any other role ("ipython", "observation", "function", "tool") is tool
+    # data sent in the user role, never the person's words.
+    tool_data = False
     if role is None and kind == "chat":
-        role = _CHAT_ROLES.get(str(getattr(message, "role", "")).lower(), "user")
+        chat_role = str(getattr(message, "role", "")).lower()
+        role = _CHAT_ROLES.get(chat_role, "user")
+        tool_data = role == "user" and chat_role not in _PERSON_ROLES
     if role is None:
         raise AdapterError(
             index,
@@ -140,9 +149,14 @@ def message_from_langchain(message: BaseMessage, index: int = 0) -> Message:
     provenance = message.response_metadata.get(PROVENANCE_KEY)
     if isinstance(provenance, Mapping):
         meta[PROVENANCE_KEY] = dict(provenance)
-    if role == "user" and message.additional_kwargs.get("lc_source") == "summarization":
-        # SummarizationMiddleware's summary is a HumanMessage the harness wrote: never the
-        # task anchor, which must stay the request a person made.
+    if role == "user" and (
+        tool_data
+        or message.additional_kwargs.get("lc_source") == "summarization"
+        or harness_meta(role, text)
+    ):
+        # SummarizationMiddleware's summary is a HumanMessage the harness wrote, as is
+        # command output a harness sends in the user role: never the task anchor, which must
+        # stay the request a person made, nor the person's words.
         meta[SYNTHETIC_KEY] = True
     name = message.name if isinstance(message.name, str) else None
     return Message(
@@ -156,9 +170,16 @@ def message_from_langchain(message: BaseMessage, index: int = 0) -> Message:
     )
 
 
-def from_langchain(messages: Iterable[Any]) -> tuple[Message, ...]:
+def from_langchain(
+    messages: Iterable[Any], *, is_person: IsPerson | None = None
+) -> tuple[Message, ...]:
     """LangChain messages (or anything ``convert_to_messages`` reads: dicts, ``(role, text)``
     tuples) as [`Message`][] tuples.
+
+    Only a ``HumanMessage`` or a ``ChatMessage`` with the role user is the person's words; a
+    ``ChatMessage`` in another role ("ipython", "observation"), text a harness wrote (see
+    [`compaction.adapters.person`][]) and what ``is_person`` rejects are sent in the user
+    role but marked synthetic.
 
     Raises [`AdapterError`][compaction.adapters.AdapterError] naming the message and field it cannot
     read (a ``FunctionMessage``, a tool message without ``tool_call_id``).
@@ -171,7 +192,8 @@ def from_langchain(messages: Iterable[Any]) -> tuple[Message, ...]:
             items = convert_to_messages(items)
         except (ValueError, TypeError, NotImplementedError) as exc:
             raise AdapterError(None, None, f"not LangChain messages: {exc}") from exc
-    return tuple(message_from_langchain(m, i) for i, m in enumerate(items))
+    read = tuple(message_from_langchain(m, i) for i, m in enumerate(items))
+    return mark_authors(read, is_person) if is_person is not None else read
 
 
 def _record(message: Message) -> Mapping[str, Any] | None:

@@ -14,7 +14,9 @@ to rewrite a request before it is sent:
 
 LiteLLM's synchronous ``litellm.completion`` runs neither (its only callback before the request
 is ``log_pre_api_call``, which sees the request after it is built and cannot change it), so
-synchronous code calls [`CompactionHook.compact_messages`][] on the messages it passes.
+synchronous code calls [`CompactionHook.compact_messages`][] on the messages it passes. A
+synchronous call big enough to need compacting warns once (``CompactionSyncWarning``), naming
+that method, rather than go out uncompacted in silence.
 
 The window is the model's own, from LiteLLM's model map (``max_input_tokens``; models added
 with ``litellm.register_model`` count), else ``window`` as given. Each conversation keeps its
@@ -35,6 +37,7 @@ import contextlib
 import hashlib
 import json
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -49,43 +52,19 @@ except ModuleNotFoundError as exc:  # the extra is missing: say which one
 from .._log import log
 from ..adapters import AdapterError
 from ..adapters._coerce import plain as _plain
-from ..adapters.openai import message_to_openai
+from ..adapters.person import IsPerson
 from ..trigger import Compactor, CompactorStats
-from ._compactor import default_pipeline
-from ._incremental import OpenAIHistory
-from ._written import WrittenView, one_each
+from ._compactor import MissingWindowError, default_pipeline
+from ._litellm_parts import (
+    SYNC_MESSAGE,
+    CompactionSyncWarning,
+    LiteLLMConversation,
+    model_window,
+    rough_tokens,
+)
 from .recall_tools import MessagesRecall
 
-__all__ = ["CompactionHook"]
-
-
-def _model_window(model: str, provider: Any = None) -> int | None:
-    import litellm
-
-    for name, kwargs in ((model, {"custom_llm_provider": provider}), (model, {})):
-        try:
-            info = litellm.get_model_info(name, **{k: v for k, v in kwargs.items() if v})
-        except Exception:  # unknown model: LiteLLM raises
-            continue
-        window = info.get("max_input_tokens") or info.get("max_tokens")
-        if isinstance(window, int) and window > 0:
-            return window
-    return None
-
-
-class _Conversation:
-    """One conversation: its compactor and its messages, converted once each."""
-
-    __slots__ = ("compactor", "history", "key", "serial", "written")
-
-    def __init__(self, key: str, serial: int, compactor: Compactor) -> None:
-        self.key = key
-        self.serial = serial
-        self.compactor = compactor
-        self.history = OpenAIHistory()
-        # The compacted view as written back: a call between compactions writes only the
-        # steps appended since (the rest was deep-copied once, when it was first sent).
-        self.written = WrittenView(one_each(message_to_openai))
+__all__ = ["CompactionHook", "CompactionSyncWarning", "MissingWindowError"]
 
 
 class CompactionHook(CustomLogger):  # type: ignore[misc]
@@ -101,6 +80,13 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     ``recall_tool``: put its ``spec`` in ``tools`` and answer the model's ``recall`` calls
     with its ``handle(tool_call, messages)``, which gives back any message a placeholder or
     note names.
+
+    Only the person's words are kept as theirs (their rules and limits outlive a compaction
+    verbatim). Agents that send command output as user messages (mini-swe-agent's
+    ``<returncode>``, ``Observation:``, harness format errors) are recognised as the file
+    readers recognise them; ``is_person`` (called with each remaining user
+    [`Message`][compaction.messages.Message], the original dict under ``meta["openai"]``) may
+    take more away: answer False for what the person did not write.
 
     ``compactor(session_id)`` answers the compactor of a conversation (its ``stats`` say what
     it did; without a session id, the one used last); ``stats`` sums them all.
@@ -119,8 +105,12 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         observe_usage: bool = True,
         max_conversations: int = 256,
         recall: bool = False,
+        is_person: IsPerson | None = None,
     ) -> None:
         super().__init__()
+        if is_person is not None and not callable(is_person):
+            raise TypeError(f"is_person must be callable, got {type(is_person).__name__}")
+        self.is_person = is_person
         # recall=True: a tool spec (``recall_tool.spec``) and its handler over your messages.
         self.recall_tool = MessagesRecall() if recall else None
         if window is not None and (
@@ -144,10 +134,10 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         Compactor(self.pipeline, window or 100_000, **self.options)
         # Conversations by their own id; _by_key lists those sharing a key (without a session
         # id: one model and the same first messages, which many users can share).
-        self._conversations: OrderedDict[int, _Conversation] = OrderedDict()
+        self._conversations: OrderedDict[int, LiteLLMConversation] = OrderedDict()
         self._by_key: dict[str, list[int]] = {}
         self._serial = 0
-        self._last: _Conversation | None = None
+        self._last: LiteLLMConversation | None = None
         self._windows: dict[str, int | None] = {}
         # Calls sent and not yet answered: litellm_call_id -> (compactor, its call count then).
         self._sent: OrderedDict[str, tuple[Compactor, int]] = OrderedDict()
@@ -155,6 +145,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         # the proxy runs the deployment hook again on a request its pre-call hook rewrote.
         self._written: OrderedDict[int, list[Any]] = OrderedDict()
         self._lock = threading.Lock()
+        self._warned_sync = False
 
     # -- what it did -----------------------------------------------------------------------
 
@@ -198,7 +189,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         """The window used for ``model``: LiteLLM's, else the one given, else None."""
         key = f"{provider}/{model}"
         if key not in self._windows:
-            self._windows[key] = _model_window(model, provider) or self.window
+            self._windows[key] = model_window(model, provider) or self.window
         return self._windows[key]
 
     def _key(self, model: str, messages: Sequence[Any], request: Mapping[str, Any]) -> str:
@@ -216,7 +207,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
 
     def _conversation(
         self, key: str, messages: Sequence[Any], window: int, tools: Any
-    ) -> _Conversation:
+    ) -> LiteLLMConversation:
         with self._lock:
             found = None
             for serial in self._by_key.get(key, ()):
@@ -228,7 +219,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
                     break
             if found is None:
                 self._serial += 1
-                found = _Conversation(
+                found = LiteLLMConversation(
                     key,
                     self._serial,
                     Compactor(
@@ -238,6 +229,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
                         labels={**self.labels, "conversation_id": f"{key}#{self._serial}"},
                         **self.options,
                     ),
+                    self.is_person,
                 )
                 ids = self._by_key.setdefault(key, [])
                 if key.startswith("session:"):
@@ -259,7 +251,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
 
     def _prepare(
         self, model: Any, messages: Any, request: Mapping[str, Any]
-    ) -> tuple[_Conversation, Any] | None:
+    ) -> tuple[LiteLLMConversation, Any] | None:
         if not isinstance(model, str) or not isinstance(messages, list) or not messages:
             return None
         if self._written.get(id(messages)) is messages:
@@ -268,11 +260,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         if window is None:
             # Fail fast: a request the hook cannot size would go out uncompacted, and an
             # agent would only learn it when the provider refuses an over-window request.
-            raise ValueError(
-                f"CompactionHook has no context window for model {model!r}: LiteLLM's model "
-                "map does not know it; pass CompactionHook(window=...) or register the model "
-                "with litellm.register_model (max_input_tokens)"
-            )
+            raise MissingWindowError(model)
         try:
             conversation = self._conversation(
                 self._key(model, messages, request), messages, window, request.get("tools")
@@ -283,7 +271,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
             return None
         return conversation, converted
 
-    def _written_list(self, conversation: _Conversation, sent: Sequence[Any]) -> list[Any]:
+    def _written_list(self, conversation: LiteLLMConversation, sent: Sequence[Any]) -> list[Any]:
         out = conversation.written.write(sent)
         with self._lock:
             self._written[id(out)] = out
@@ -365,6 +353,21 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
             compactor.observe(getattr(response, "usage", None))
 
     # -- LiteLLM's hooks -------------------------------------------------------------------
+
+    def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
+        """A synchronous ``litellm.completion`` big enough to need compacting went out as it
+        came (no hook may change it): say so, once per hook. A request that is small, or that
+        the caller compacted with ``compact_messages``, needs nothing said."""
+        params = kwargs.get("litellm_params") if isinstance(kwargs, Mapping) else None
+        if self._warned_sync or not isinstance(params, Mapping) or not isinstance(model, str):
+            return
+        if params.get("acompletion") is not False or not isinstance(messages, list):
+            return
+        window = self.window_for(model, params.get("custom_llm_provider"))
+        if window is not None and rough_tokens(messages) > self.options["compact_at"] * window:
+            self._warned_sync = True
+            log.warning("litellm.sync_not_compacted", model=model, window=window)
+            warnings.warn(SYNC_MESSAGE, CompactionSyncWarning, stacklevel=2)
 
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, Any], call_type: Any

@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._log import log
 from ..adapters import AdapterError
+from ..adapters.person import IsPerson
 from ..adapters.responses import message_to_responses, to_responses
 from ..messages import Message
 from ..trigger import Compactor
-from ._compactor import build_compactor
+from ._compactor import MissingWindowError, build_compactor
 from ._incremental import ResponsesHistory
 from ._written import WrittenView, many_each
 from .recall_tools import AgentsRecall
@@ -40,7 +41,7 @@ from .recall_tools import AgentsRecall
 if TYPE_CHECKING:
     from ..pipeline import CompactionPipeline
 
-__all__ = ["CompactionFilter", "CompactionSession"]
+__all__ = ["CompactionFilter", "CompactionSession", "MissingWindowError"]
 
 # Marks the system message that stands for the agent's instructions while compacting.
 _INSTRUCTIONS = "openai_agents_instructions"
@@ -56,6 +57,12 @@ def _read(
     except (AdapterError, TypeError, ValueError) as exc:
         log.warning("openai_agents.unreadable_input", error=exc)
         return None
+
+
+def _checked(is_person: IsPerson | None) -> IsPerson | None:
+    if is_person is not None and not callable(is_person):
+        raise TypeError(f"is_person must be callable, got {type(is_person).__name__}")
+    return is_person
 
 
 class _Instructions:
@@ -84,7 +91,13 @@ class CompactionFilter:
     [`run_hooks`][] anchor the estimate on the provider's input tokens (a count far below
     the local one, such as the SDK's default ``Usage()`` of 0, is ignored anyway).
     ``recall=True`` offers [`recall_tool`][], a ``recall`` function tool for the agent
-    that gives the model back any message a placeholder or note names.
+    that gives the model back any message a placeholder or note names, from the input of the
+    run that calls it. Without a window (or a compactor) it raises ``MissingWindowError``.
+
+    Only the person's words are kept as theirs (their rules and limits outlive a compaction
+    verbatim): a user message that opens like command output or a harness's reply is not;
+    ``is_person`` (called with each remaining user [`Message`][compaction.messages.Message],
+    the input item under ``meta["responses"]``) may take more away.
     """
 
     def __init__(
@@ -95,17 +108,19 @@ class CompactionFilter:
         pipeline: CompactionPipeline | None = None,
         observe_usage: bool = True,
         recall: bool = False,
+        is_person: IsPerson | None = None,
         **options: Any,
     ) -> None:
         self.compactor = build_compactor(compactor, window, pipeline, options)
         self.observe_usage = bool(observe_usage)
         # The items converted so far: a call converts only what the runner appended.
-        self._history = ResponsesHistory()
+        self._history = ResponsesHistory(_checked(is_person))
         self._lead = _Instructions()
         # The compacted view as written back: a call between compactions writes only the
         # items appended since.
         self._written = WrittenView(many_each(message_to_responses))
-        # recall=True: ``recall_tool`` answers from the last input the runner gave us.
+        # recall=True: ``recall_tool`` answers from the last input the runner gave us in the
+        # run that calls it.
         self.recall = AgentsRecall() if recall else None
         # Without tools= the agent's own function tools are counted, as the runner sends their
         # schemas with every request: known only at the first call.
@@ -192,7 +207,8 @@ class CompactionSession:
     """Any Agents SDK ``Session``, handing the runner its history compacted.
 
     ``session`` is the session that stores the items (it keeps them all, raw); the other
-    arguments are those of [`CompactionFilter`][]. Attributes the wrapper does not define
+    arguments (``is_person`` included) are those of [`CompactionFilter`][]. Attributes the
+    wrapper does not define
     (``close()``, a store's own methods) are the wrapped session's.
     """
 
@@ -203,6 +219,7 @@ class CompactionSession:
         *,
         window: int | None = None,
         pipeline: CompactionPipeline | None = None,
+        is_person: IsPerson | None = None,
         **options: Any,
     ) -> None:
         for method in ("get_items", "add_items", "pop_item", "clear_session"):
@@ -213,7 +230,7 @@ class CompactionSession:
                 )
         self.session = session
         self.compactor = build_compactor(compactor, window, pipeline, options)
-        self._history = ResponsesHistory()
+        self._history = ResponsesHistory(_checked(is_person))
 
     @property
     def session_id(self) -> str:

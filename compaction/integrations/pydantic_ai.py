@@ -40,11 +40,13 @@ except ModuleNotFoundError as exc:  # the extra is missing: say which one
 from .. import events
 from .._log import log
 from .._trigger_view import AppendLog
+from ..adapters.person import IsPerson, mark_authors
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
 from . import recall_tools
+from ._compactor import MissingWindowError
 from ._conversations import Conversations
 from ._incremental import common_prefix
 from ._written import WrittenView
@@ -52,6 +54,7 @@ from .pydantic_ai_messages import from_pydantic_ai, pydantic_ai_units, to_pydant
 
 __all__ = [
     "Compaction",
+    "MissingWindowError",
     "compaction_processor",
     "from_pydantic_ai",
     "to_pydantic_ai",
@@ -78,7 +81,13 @@ class _Conversation:
         # steps appended since.
         self.written = WrittenView(pydantic_ai_units)
 
-    def convert(self, messages: Sequence[ModelMessage], instructions: str) -> AppendLog:
+    def convert(
+        self,
+        messages: Sequence[ModelMessage],
+        instructions: str,
+        prompt: Any = None,
+        is_person: IsPerson | None = None,
+    ) -> AppendLog:
         # The first message stands for the instructions (a system block, counted and kept),
         # the same object while they do not change, so the compactor sees the same prefix.
         if (self.instructions.content if self.instructions else "") != instructions:
@@ -101,8 +110,10 @@ class _Conversation:
         del self.sources[keep:], self.ends[keep:]
         base = self.ends[-1] if self.ends else head
         new: list[Message] = []
+        own = prompt if isinstance(prompt, str) else None
         for source in messages[keep:]:
-            new.extend(from_pydantic_ai([source]))
+            read = from_pydantic_ai([source], prompt=own)
+            new.extend(mark_authors(read, is_person) if is_person is not None else read)
             self.sources.append(source)
             self.ends.append(base + len(new))
         self.flat.put_tail(base, new)
@@ -146,7 +157,11 @@ class _Engine:
         counter: TokenCounter | None,
         labels: Mapping[str, Any] | None,
         max_conversations: int,
+        is_person: IsPerson | None = None,
     ) -> None:
+        if is_person is not None and not callable(is_person):
+            raise TypeError(f"is_person must be callable, got {type(is_person).__name__}")
+        self.is_person = is_person
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):
@@ -172,10 +187,7 @@ class _Engine:
                     else getattr(profile, "context_window", None)
                 )
                 if not isinstance(window, int) or window <= 0:
-                    raise ValueError(
-                        "compaction needs the model's context window: pass window=..., or "
-                        "give the model a profile with context_window"
-                    )
+                    raise MissingWindowError()
             compactor = Compactor(
                 self.pipeline,
                 window,
@@ -198,7 +210,9 @@ class _Engine:
         # agent uncompacted with a warning per call would hide it until the provider refuses.
         state = self.conversation(getattr(ctx, "conversation_id", None), model, parameters)
         try:
-            ours = state.convert(messages, _instructions(parameters))
+            ours = state.convert(
+                messages, _instructions(parameters), getattr(ctx, "prompt", None), self.is_person
+            )
             sent = await state.compactor.abefore_call(ours)
             if sent is ours:
                 return messages
@@ -221,13 +235,21 @@ class Compaction(AbstractCapability[Any]):
     [`compaction.default_pipeline`][compaction.ladder.default_pipeline], offline: the free
     layers, the extractive summary, then the last resort ``Fit``); ``window`` the model's
     context window in tokens (default: the model profile's ``context_window``; with neither, the
-    first model request raises ``ValueError`` rather than run the agent uncompacted);
+    first model request raises
+    ``MissingWindowError``, a
+    ``ValueError``, rather than run the agent uncompacted);
     ``compact_at``, ``compact_to``, ``min_saving``, ``counter`` and ``labels`` are
     [`Compactor`][compaction.trigger.Compactor]'s; ``observe_usage`` anchors the estimate on the
     input tokens the provider reports (a count far below the local one, such as
     ``FunctionModel``'s word count, is ignored anyway); ``max_conversations`` bounds how many
     conversations (``conversation_id``) are followed at once; ``recall=True`` contributes a
     ``recall`` tool that gives the model back any message a placeholder or note names.
+
+    Only the person's words are kept as theirs (their rules and limits outlive a compaction
+    verbatim): a user prompt sent beside tool returns (a tool's ``ToolReturn.content``) is the
+    tool's data, and ``is_person`` (called with each remaining user
+    [`Message`][compaction.messages.Message], its pydantic-ai part under ``meta["pydantic_ai"]``)
+    may take more away: answer False for text the person did not write.
     """
 
     def __init__(
@@ -243,6 +265,7 @@ class Compaction(AbstractCapability[Any]):
         observe_usage: bool = True,
         max_conversations: int = 256,
         recall: bool = False,
+        is_person: IsPerson | None = None,
     ) -> None:
         # recall=True: a ``recall`` tool answering from the run's messages.
         self._recall = recall_tools.pydantic_ai_recall_toolset() if recall else None
@@ -255,6 +278,7 @@ class Compaction(AbstractCapability[Any]):
             counter,
             labels,
             max_conversations,
+            is_person,
         )
         self.observe_usage = observe_usage
 
@@ -300,6 +324,7 @@ def compaction_processor(
     counter: TokenCounter | None = None,
     labels: Mapping[str, Any] | None = None,
     max_conversations: int = 256,
+    is_person: IsPerson | None = None,
 ) -> Any:
     """A history processor (``ProcessHistory(compaction_processor(window=...))``).
 
@@ -307,7 +332,15 @@ def compaction_processor(
     compacted; prefer [`Compaction`][] to keep the history whole.
     """
     engine = _Engine(
-        pipeline, window, compact_at, compact_to, min_saving, counter, labels, max_conversations
+        pipeline,
+        window,
+        compact_at,
+        compact_to,
+        min_saving,
+        counter,
+        labels,
+        max_conversations,
+        is_person,
     )
 
     async def process(ctx: RunContext[Any], messages: list[ModelMessage]) -> list[ModelMessage]:

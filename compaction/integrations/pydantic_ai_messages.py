@@ -56,6 +56,7 @@ from pydantic_ai.messages import (
 
 from ..adapters import AdapterError
 from ..adapters._parts import is_cut, with_text
+from ..adapters.person import harness_meta
 from ..media.parts import KEY as MEDIA_KEY
 from ..media.parts import describe_bytes, describe_url, media_meta
 from ..memory.transcript import PROVENANCE_KEY, SYNTHETIC_KEY
@@ -149,7 +150,7 @@ def _meta(source: ModelMessage, record: dict[str, Any], synthetic: bool) -> dict
     return meta
 
 
-def _from_request(source: ModelRequest, index: int) -> list[Message]:
+def _from_request(source: ModelRequest, index: int, prompt: str | None) -> list[Message]:
     found: list[tuple[int, str, str, dict[str, Any]]] = []
     riders: list[int] = []
     for i, part in enumerate(source.parts):
@@ -163,12 +164,19 @@ def _from_request(source: ModelRequest, index: int) -> list[Message]:
         found.append((-1, "user", "", {"synthetic": True}))
     # Tool results first: providers want them right after the call they answer.
     found.sort(key=lambda f: f[1] != "tool")
+    # A user prompt in a request that carries tool results is the tools' data (pydantic-ai
+    # sends a tool's ``ToolReturn.content`` that way), never the person's words; only the
+    # run's own prompt (``prompt``: a run resumed with deferred tool results and a new prompt
+    # sends both in one request) is theirs there.
+    tools = any(role == "tool" for _, role, _, _ in found)
     out = []
     for n, (i, role, text, fields) in enumerate(found):
         parts = [i] if i >= 0 else []
         if n == 0:
             parts += riders
-        synthetic = bool(fields.pop("synthetic", False))
+        synthetic = bool(fields.pop("synthetic", False)) or (
+            role == "user" and ((tools and text != prompt) or bool(harness_meta(role, text)))
+        )
         provenance = fields.pop("provenance", None)
         media = fields.pop("media", None)
         if role == "tool" and not fields.get("tool_call_id"):
@@ -197,15 +205,23 @@ def _from_response(source: ModelResponse) -> Message:
     return Message("assistant", text, tool_calls=calls, meta=_meta(source, record, False))
 
 
-def from_pydantic_ai(messages: Iterable[ModelMessage]) -> tuple[Message, ...]:
+def from_pydantic_ai(
+    messages: Iterable[ModelMessage], *, prompt: str | None = None
+) -> tuple[Message, ...]:
     """pydantic-ai messages as [`Message`][] tuples (see the module docstring).
+
+    Who wrote a user prompt is read from the request that carries it: beside tool returns it
+    is the tools' data (``ToolReturn.content``), unless its text is ``prompt`` (the run's own
+    prompt, ``RunContext.prompt``); text a harness wrote (see
+    [`compaction.adapters.person`][]) is never the person's either. Such a message is marked
+    synthetic: sent as it came, never taken for the person's words.
 
     Raises [`AdapterError`][compaction.adapters.AdapterError] naming the message it cannot read.
     """
     out: list[Message] = []
     for index, source in enumerate(messages):
         if isinstance(source, ModelRequest):
-            out.extend(_from_request(source, index))
+            out.extend(_from_request(source, index, prompt))
         elif isinstance(source, ModelResponse):
             out.append(_from_response(source))
         else:

@@ -16,25 +16,38 @@ Each factory imports its framework when called, never at import time:
   ``CompactionMiddleware(recall=True)`` adds it to the agent.
 - [`pydantic_ai_recall_toolset`][]: a toolset reading ``RunContext.messages``;
   ``Compaction(recall=True)`` contributes it.
-- [`AgentsRecall`][]: remembers the last input the runner gave ``CompactionFilter`` and
-  offers an Agents SDK function tool; ``CompactionFilter(recall=True).recall_tool``.
+- [`AgentsRecall`][]: remembers, per run, the last input the runner gave
+  ``CompactionFilter`` and offers an Agents SDK function tool answering from the run that
+  calls it; ``CompactionFilter(recall=True).recall_tool``.
 - [`MessagesRecall`][]: an OpenAI-format tool spec plus a handler over the caller's own
   ``messages`` list, for LiteLLM (or any chat-completions loop).
 
-The conversion runs only when the model calls ``recall``, never on an ordinary model call.
+The conversion runs only when the model calls ``recall``, never on an ordinary model call. A
+note shows the first and last of the ids it stands for; recalling its range as shown
+(``"sha1:… … sha1:…"``) lists them all, so every one is within the model's reach.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..memory.transcript import is_compaction_output, message_ref
 from ..messages import Message
-from ..sessions.recall import DESCRIPTION, PARAMETERS, render_recalled
+from ..sessions.recall import (
+    DESCRIPTION,
+    MAX_ID_CHARS,
+    PARAMETERS,
+    id_problem,
+    parse_arguments,
+    render_recalled,
+)
 
 __all__ = [
+    "MAX_ID_CHARS",
     "AgentsRecall",
     "MessagesRecall",
     "find_original",
@@ -45,9 +58,12 @@ __all__ = [
 
 NAME: Final = "recall"
 
-#: The longest id looked up: every id the library writes is far shorter (a ``sha1:`` ref is
-#: 21 characters, framework ids a few dozen); a longer one is refused, not searched for.
-MAX_ID_CHARS: Final = 512
+#: A note's range as it shows it: "first … last" (an ellipsis, or two or three dots).
+_RANGE: Final = re.compile(r"\s*(\S+?)\s*(?:…|\.{2,3})\s*(\S+)\s*")
+#: At most this many messages are listed for a range (the rest are counted).
+MAX_LISTED: Final = 200
+#: Each listed message shows this much of its text.
+_HEAD_CHARS: Final = 100
 
 
 def find_original(ref: str, messages: Iterable[Message]) -> Message | None:
@@ -56,39 +72,67 @@ def find_original(ref: str, messages: Iterable[Message]) -> Message | None:
     Compaction output (a note, a summary, a placeholder) is never answered: it is not the
     original, and the model already holds it.
     """
-    by_content = ref.startswith("sha1:")
     for message in messages:
-        if is_compaction_output(message):
-            continue
-        if message.id == ref:
-            return message
-        # A fingerprint names a message by its content (as a Session's lookup does): also a
-        # message that has an id by now but was fingerprinted before it had one.
-        if by_content and message_ref(message.replace(id=None)) == ref:
+        if not is_compaction_output(message) and _names(ref, message):
             return message
     return None
 
 
+def _head(message: Message) -> str:
+    what = message.role + (f" {message.name}" if message.name else "")
+    calls = ", ".join(f"{c.name}({c.arguments[:60]})" for c in message.tool_calls)
+    text = " ".join(message.content[:_HEAD_CHARS].split())
+    more = "…" if len(message.content) > _HEAD_CHARS else ""
+    return f"{message_ref(message)} ({what}): {text}{more}" + (f" [calls {calls}]" if calls else "")
+
+
+def _range_answer(first: str, last: str, messages: Iterable[Message]) -> str:
+    originals = [m for m in messages if not is_compaction_output(m)]
+    start = next((i for i, m in enumerate(originals) if _names(first, m)), None)
+    if start is None:
+        return f"no message with id {first!r} in this conversation's history"
+    end = next((i for i in range(start, len(originals)) if _names(last, originals[i])), None)
+    if end is None:
+        return f"no message with id {last!r} at or after {first!r} in this conversation's history"
+    span = originals[start : end + 1]
+    lines = [_head(m) for m in span[:MAX_LISTED]]
+    if len(span) > MAX_LISTED:
+        lines.append(f"… and {len(span) - MAX_LISTED} more: recall a narrower range")
+    header = f"{len(span)} messages from {first} to {last}; recall any id for its full text:"
+    return "\n".join([header, *lines])
+
+
+def _names(ref: str, message: Message) -> bool:
+    if message.id == ref:
+        return True
+    # A fingerprint names a message by its content (as a Session's lookup does): also a
+    # message that has an id by now but was fingerprinted before it had one.
+    return ref.startswith("sha1:") and message_ref(message.replace(id=None)) == ref
+
+
 def recall_answer(ref: Any, messages: Iterable[Message]) -> str:
-    """The text the model gets back for ``ref``: the original, or a sentence saying why not."""
-    if not isinstance(ref, str) or not ref:
-        return 'recall needs an "id" argument (a non-empty string)'
-    if len(ref) > MAX_ID_CHARS:
-        return f"no message with an id of {len(ref)} characters (ids are at most {MAX_ID_CHARS})"
+    """The text the model gets back for ``ref``: the original, or a sentence saying why not.
+
+    A note's range as it shows it (``"sha1:… … sha1:…"``) answers the list of every message
+    from the first to the last (id, role, the head of its text), so each id a note stands
+    for can be reached, though the note shows only two.
+    """
+    problem = id_problem(ref)
+    if problem is not None:
+        return problem
+    messages = list(messages)
     found = find_original(ref, messages)
+    span = _RANGE.fullmatch(ref) if found is None else None
+    if span is not None:
+        return _range_answer(span.group(1), span.group(2), messages)
     if found is None:
         return f"no message with id {ref!r} in this conversation's history"
     return render_recalled(found)
 
 
 def _arguments_id(arguments: Any) -> Any:
-    # A tool call's arguments, as JSON text or a mapping, to the id they name (or a reason).
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments or "{}")
-        except (ValueError, RecursionError):
-            return None
-    return arguments.get("id") if isinstance(arguments, Mapping) else None
+    # A tool call's arguments, as JSON text or a mapping, to the id they name (or None).
+    return parse_arguments(arguments)[0]
 
 
 def _converted(convert: Callable[[Any], Sequence[Message]], items: Sequence[Any]) -> list[Message]:
@@ -153,28 +197,43 @@ def pydantic_ai_recall_toolset() -> Any:
 
 
 class AgentsRecall:
-    """The last full input the runner gave the filter, and ``recall`` over it as a tool.
+    """``recall`` as an Agents SDK tool, answering from the input of the run that calls it.
 
     The runner hands ``call_model_input_filter`` the whole input (session history, new input
-    and this run's items) before every model call, so the last one holds every message the
-    model could have seen a recall id for. Only a reference to that list is kept (no copy,
-    so the per-call cost stays flat however long the run); it is converted when the model
-    calls ``recall``.
+    and this run's items) before every model call, so the latest one holds every message the
+    model could have seen a recall id for. It is kept per run, in a context variable: the
+    runner calls the filter and the run's tools in that run's own context, so one agent and
+    one filter serving several users at once answer each user from their own run, never from
+    whichever run called the filter last. Only a reference is kept (no copy, so the per-call
+    cost stays flat however long the run); it is converted when the model calls ``recall``.
     """
 
     def __init__(self) -> None:
-        self.items: list[Any] = []
+        self._items: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar(
+            f"compaction_recall_{id(self)}", default=None
+        )
         self._tool: Any = None
 
+    @property
+    def items(self) -> list[Any]:
+        """The input of the run in this context (empty outside a run the filter saw)."""
+        return self._items.get() or []
+
     def remember(self, items: Any) -> None:
-        """Keep ``items`` (the runner's model input) as the history to answer from."""
+        """Keep ``items`` (the runner's model input) as this run's history to answer from."""
         if isinstance(items, list):
-            self.items = items
+            self._items.set(items)
 
     def answer(self, ref: Any) -> str:
         from ..adapters.responses import from_responses
 
-        return recall_answer(ref, _converted(from_responses, self.items))
+        items = self._items.get()
+        if items is None:
+            return (
+                "recall has no history for this run: the agent's run needs the same "
+                "CompactionFilter as its call_model_input_filter"
+            )
+        return recall_answer(ref, _converted(from_responses, items))
 
     @property
     def tool(self) -> Any:

@@ -37,7 +37,7 @@ from .facts import (
     failing_tests,
     open_todos,
 )
-from .transcript import is_note, is_person_written, message_ref, provenance
+from .transcript import is_note, is_person_written, original_refs, provenance
 from .words import PRIORITY, Sentences, Statement, latest, statements
 
 __all__ = ["MAX_FACTS", "MAX_STATEMENTS", "Ledger", "ledger_of"]
@@ -124,7 +124,8 @@ class Ledger:
             return
         self.messages += 1
         self.chars += len(message.content) + sum(len(c.arguments) for c in message.tool_calls)
-        self.refs.append(message_ref(message))
+        # A placeholder or a cut is named by its original (what recall finds), not itself.
+        self.refs.extend(original_refs(message))
         if is_person_written(message):
             self._said(message.content)
         if message.tool_calls:

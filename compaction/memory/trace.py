@@ -221,6 +221,13 @@ def refs_of(replaced: Sequence[Message], memo: dict[int, str] | None = None) -> 
     present: Counter[str] = Counter()  # plain messages met so far, not yet matched to a note
     for m in replaced:
         if not is_note(m):
+            earlier = (provenance(m) or {}).get("replaces")
+            if earlier:
+                # A placeholder or a cut stands for its original: the note names that one,
+                # which recall finds, never the stand-in's own fingerprint, which no history has.
+                refs.extend(earlier)
+                present.update(earlier)
+                continue
             if memo is None:
                 ref = message_ref(m)
             else:

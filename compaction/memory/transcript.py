@@ -115,8 +115,9 @@ def is_note(message: Message) -> bool:
 def message_ref(message: Message) -> str:
     """A stable reference to ``message`` for provenance records.
 
-    Its ``id`` when it has one (sessions assign them); otherwise a content fingerprint, which
-    is the same for the same message in any process.
+    Its ``id`` when it has one (sessions assign them); otherwise a content fingerprint (role,
+    text, the call it answers, the calls it makes with their arguments), which is the same
+    for the same message in any process.
     """
     if message.id is not None:
         return message.id
@@ -127,8 +128,11 @@ def message_ref(message: Message) -> str:
     digest.update(b"\0")
     digest.update((message.tool_call_id or "").encode())
     for call in message.tool_calls:
-        digest.update(b"\0")
-        digest.update(call.id.encode())
+        # The call's name and arguments too: two steps that differ only there (the same call
+        # id in two conversations, reading two users' files) are two messages, never one.
+        for part in (call.id, call.name, call.arguments):
+            digest.update(b"\0")
+            digest.update(part.encode("utf-8", "surrogatepass"))
     return "sha1:" + digest.hexdigest()[:16]
 
 

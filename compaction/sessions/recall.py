@@ -21,13 +21,51 @@ class Recalls(Protocol):
     def recall(self, ref: str) -> Message | None: ...
 
 
-__all__ = ["RecallTool", "SearchTool", "render_recalled"]
+__all__ = [
+    "MAX_ID_CHARS",
+    "RecallTool",
+    "SearchTool",
+    "id_problem",
+    "parse_arguments",
+    "render_recalled",
+]
 
 DESCRIPTION: Final = (
     "Look up the full original text of an earlier message of this conversation that was "
-    "summarised, shortened or removed to save space. Pass the message id listed in the "
-    "compaction note (field 'replaces')."
+    "summarised, shortened or removed to save space. Pass a recall id a compaction note or "
+    "placeholder names, or a note's whole range as it shows it ('sha1:… … sha1:…') to list "
+    "every message the note stands for."
 )
+
+#: The longest id looked up: every id the library writes is far shorter (a ``sha1:`` ref is
+#: 21 characters, framework ids a few dozen, a note's range under 50); a longer one is
+#: refused in a sentence of bounded length, never searched for nor echoed back.
+MAX_ID_CHARS: Final = 512
+
+
+def id_problem(ref: Any) -> str | None:
+    """Why ``ref`` cannot be looked up (a sentence of bounded length), or None when it can."""
+    if not isinstance(ref, str) or not ref:
+        return 'recall needs an "id" argument (a non-empty string)'
+    if len(ref) > MAX_ID_CHARS:
+        return f"no message with an id of {len(ref)} characters (ids are at most {MAX_ID_CHARS})"
+    return None
+
+
+def parse_arguments(arguments: Any) -> tuple[str | None, str | None]:
+    """``(id, None)`` for a tool call's ``arguments`` (JSON text or a mapping) naming an id,
+    else ``(None, why)``: a sentence. Deep nesting is an answer, not a crash."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except (ValueError, RecursionError) as exc:
+            reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+            return None, f'recall needs JSON arguments like {{"id": "..."}}: {reason}'
+    if not isinstance(arguments, Mapping) or not isinstance(arguments.get("id"), str):
+        return None, 'recall needs an "id" argument (a string)'
+    return arguments["id"], None
+
+
 PARAMETERS: Final = {
     "type": "object",
     "properties": {"id": {"type": "string", "description": "The id of the message to recall."}},
@@ -74,22 +112,22 @@ class RecallTool:
         }
 
     def __call__(self, id: str) -> str:
-        """The original text of message ``id``, or a sentence saying there is none."""
-        message = self._session.recall(id) if isinstance(id, str) else None
+        """The original text of message ``id``, or a sentence saying there is none (an id too
+        long to be one is not echoed back)."""
+        problem = id_problem(id)
+        if problem is not None:
+            return problem
+        message = self._session.recall(id)
         if message is None:
             return f"no message with id {id!r} in session {self._session.name!r}"
         return render_recalled(message)
 
     def invoke(self, arguments: str | Mapping[str, Any]) -> str:
         """Answer a tool call's ``arguments`` (JSON text or a mapping) as the tool result text."""
-        if isinstance(arguments, str):
-            try:
-                arguments = json.loads(arguments or "{}")
-            except json.JSONDecodeError as exc:
-                return f'recall needs JSON arguments like {{"id": "..."}}: {exc.msg}'
-        if not isinstance(arguments, Mapping) or not isinstance(arguments.get("id"), str):
-            return 'recall needs an "id" argument (a string)'
-        return self(arguments["id"])
+        ref, problem = parse_arguments(arguments)
+        if ref is None:
+            return problem or 'recall needs an "id" argument (a string)'
+        return self(ref)
 
     def __repr__(self) -> str:
         return f"<RecallTool for session {self._session.name!r}>"
