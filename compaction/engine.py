@@ -60,6 +60,9 @@ class Run:
     #: Layers are asked only while over target; a strategy that cuts protected content (one
     #: whose ``rewrite`` takes ``limit=``) cuts it only down to this.
     hard_limit: int = 0
+    #: A trial: the layers below run on what a layer above was handed, to compare answers
+    #: that fit (see ``Strategy._trial``); layers that spend a model call are not asked.
+    trial: bool = False
 
     @property
     def limit(self) -> int:

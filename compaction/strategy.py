@@ -27,6 +27,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from . import events
+from ._layer_log import entered, exited
 from ._log import log
 from ._signature import takes_counter as _takes_counter
 from ._signature import takes_limit as _takes_limit
@@ -49,12 +50,17 @@ class Capabilities:
       it back count as lossy: the text is no longer in the prompt).
     - ``keeps_tool_pairs``: a call and its results are kept or dropped together.
     - ``deterministic``: the same input gives the same output.
+    - ``writes_ledger``: it writes the person's statements into its text, as many as the
+      budget has room for (the summary does): when a layer above gets under target while
+      showing fewer of them, the ladder asks it too, as a trial, and keeps the answer that
+      shows more (see ``Strategy._trial``). Other layers are never reached once under target.
     """
 
     model_call: bool = False
     lossless: bool = False
     keeps_tool_pairs: bool = True
     deterministic: bool = True
+    writes_ledger: bool = False
 
 
 class Strategy:
@@ -205,7 +211,7 @@ class Strategy:
     # -- the rules, kept once ------------------------------------------------------------------
 
     def __call__(self, run: Run, call_next: CallNext) -> None:
-        asked = self.wants(run)
+        asked = self._asked(run)
         entry = self._enter(run, asked)
         passed = ok = False
         try:
@@ -216,7 +222,11 @@ class Strategy:
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
-                    self._take(run, answer, started)
+                    new, after, reason = self._judge(run, answer)
+                    trial = self._trial(run, new, after, reason)
+                    if trial is not None:
+                        call_next(trial)
+                    self._conclude(run, new, after, reason, trial, started)
             # Under target now, so the rest of the ladder is not needed.
             passed = run.over
             if passed:
@@ -226,7 +236,7 @@ class Strategy:
             self._exit(run, entry, asked, passed, ok)
 
     async def acall(self, run: Run, call_next: AsyncCallNext) -> None:
-        asked = self.wants(run)
+        asked = self._asked(run)
         entry = self._enter(run, asked)
         passed = ok = False
         try:
@@ -237,7 +247,11 @@ class Strategy:
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
-                    self._take(run, answer, started)
+                    new, after, reason = self._judge(run, answer)
+                    trial = self._trial(run, new, after, reason)
+                    if trial is not None:
+                        await call_next(trial)
+                    self._conclude(run, new, after, reason, trial, started)
             passed = run.over
             if passed:
                 await call_next(run)
@@ -245,60 +259,63 @@ class Strategy:
         finally:
             self._exit(run, entry, asked, passed, ok)
 
+    def _asked(self, run: Run) -> bool:
+        # A trial (see ``_trial``) asks only a layer that writes the ledger, and never one that
+        # spends a model call: the free layers above got the conversation under target, so
+        # rule 3 holds for every other layer and for the model.
+        if run.trial:
+            able = self.capabilities
+            return able.writes_ledger and not able.model_call and self.wants(run)
+        return self.wants(run)
+
+    # -- the person's statements: never fewer than another answer that also fits ---------------
+
+    def _trial(
+        self, run: Run, new: tuple[Message, ...], after: int, reason: str | None
+    ) -> Run | None:
+        """A run of the layers below on what this layer was handed, when its own answer fits
+        but shows fewer of the person's statements (see [`compaction._persons.trial`][])."""
+        if reason is not None or after > run.target or run.trial:
+            return None
+        from ._persons import trial
+
+        return trial(run, new)
+
+    def _conclude(
+        self,
+        run: Run,
+        new: tuple[Message, ...],
+        after: int,
+        reason: str | None,
+        trial: Run | None,
+        started: float,
+    ) -> None:
+        """Take this layer's answer, or the trial's when it fits and shows more of the
+        person's statements (the layer then counts as declined: ``fewer_statements``)."""
+        if trial is not None:
+            from ._persons import better
+
+            if better(run, new, trial):
+                self._book(run, (), run.tokens, "fewer_statements", started)
+                run.messages, run.tokens = trial.messages, trial.tokens
+                run.applied.extend(trial.applied)
+                run.declined.extend(trial.declined)
+                return
+        self._book(run, new, after, reason, started)
+
     def _enter(self, run: Run, asked: bool) -> tuple[int, int, float]:
         """Report entering the layer; answers what ``_exit`` reports against."""
-        position = run.depth
-        run.depth += 1
-        log.debug(
-            "layer.entered",
-            strategy=self.name,
-            position=position,
-            tokens=run.tokens,
-            asked=asked,
-            labels=dict(run.labels),
-        )
-        events.layer_entered.send(
-            self,
-            name=self.name,
-            position=position,
-            tokens=run.tokens,
-            target=run.target,
-            asked=asked,
-            labels=run.labels,
-        )
-        return position, run.tokens, time.monotonic()
+        return entered(self, run, asked)
 
     def _exit(
         self, run: Run, entry: tuple[int, int, float], asked: bool, passed: bool, ok: bool
     ) -> None:
-        position, before, started = entry
-        run.depth = position
-        seconds = time.monotonic() - started
-        log.debug(
-            "layer.exited",
-            strategy=self.name,
-            position=position,
-            before=before,
-            after=run.tokens,
-            asked=asked,
-            passed=passed,
-            ok=ok,
-            labels=dict(run.labels),
-        )
-        events.layer_exited.send(
-            self,
-            name=self.name,
-            position=position,
-            before=before,
-            after=run.tokens,
-            asked=asked,
-            passed=passed,
-            seconds=seconds,
-            ok=ok,
-            labels=run.labels,
-        )
+        exited(self, run, entry, asked, passed, ok)
 
-    def _take(self, run: Run, answer: Sequence[Message] | None, started: float) -> None:
+    def _judge(
+        self, run: Run, answer: Sequence[Message] | None
+    ) -> tuple[tuple[Message, ...], int, str | None]:
+        """The answer, what it counts, and why it is refused (None: it is taken)."""
         before = run.tokens
         reason: str | None = None
         new: tuple[Message, ...] = ()
@@ -316,6 +333,17 @@ class Strategy:
                     # A strategy bug must never reach a provider as a 400; refuse it loudly.
                     reason = "invalid"
                     self._failed(run, found[0], "invalid output")
+        return new, after, reason
+
+    def _book(
+        self,
+        run: Run,
+        new: tuple[Message, ...],
+        after: int,
+        reason: str | None,
+        started: float,
+    ) -> None:
+        before = run.tokens
         seconds = time.monotonic() - started
         name = self.name
         if reason is None:

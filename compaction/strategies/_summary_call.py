@@ -18,7 +18,7 @@ from .. import events
 from .._log import log
 from .._text import plural
 from ..memory.ledger import ledger_of
-from ..memory.transcript import mark, provenance
+from ..memory.transcript import is_person_written, mark, provenance
 from ..messages import Message
 from ..strategy import current_labels
 from ..summarizers.base import (
@@ -31,9 +31,17 @@ from ..summarizers.base import (
 from ..summarizers.deadline import await_with_deadline, call_with_deadline, in_daemon_thread
 from ..tokens import TokenCounter
 from ._summary_plan import _Round
+from ._summary_text import compose, summariser_view
 
 #: A recall source: the original message a recall id names, or None (``Session.recall``).
 Recall = Callable[[str], "Message | None"]
+
+
+class NotSmaller(SummarizerError):
+    """A summary no smaller than what it would replace: the layer declines (quietly: that is
+    a normal outcome, not a failure of the summariser)."""
+
+
 #: The kinds of rewritten message summarised from their original when it can be recalled.
 _RECALLED = frozenset({"placeholder", "truncated"})
 
@@ -48,6 +56,9 @@ class _SummaryCalls:
     instructions: str
     timeout: float | None
     recall: Recall | None
+
+    def _expected(self, tokens: int) -> int:  # the planner's (``_RoundPlanner``)
+        raise NotImplementedError
 
     @property
     def summarizer_name(self) -> str:
@@ -65,29 +76,29 @@ class _SummaryCalls:
         # Counted as the summariser was shown them (notes and summaries as what they stand
         # for), so the header agrees with what the summary says it covers.
         count = sum(stands_for(m) for m in replaced)
-        # The same running ledger the other layers keep rides in ``meta``, so the next layer
-        # that removes this summary carries it forward and shows it (what the person said,
-        # verbatim, included). Not in the text: a summariser that reads this summary again
-        # would extract it once more, and combined summaries would grow instead of shrink.
+        # The same running ledger the other layers keep is written into the text, before the
+        # summariser's prose and within the room the budget leaves (see ``_summary_text``):
+        # the model reads the person's words verbatim whatever the summariser made of them.
         ledger = ledger_of(replaced)
-        header = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
+        header = f"[Summary of {plural(count, 'earlier message')}]"
         before = counter.count_messages(replaced)
-        for content in (header,):
-            summary = mark(
-                Message("user", content),
-                strategy=self.name,
-                kind="summary",
-                replaces=replaced,
-                summarizer=self.summarizer_name,
-                region=plan.region,
-                stands_for=count,
-                facts=ledger.record(),
-            )
-            after = counter.count(summary)
-            if after < before:
-                break
+        room = plan.room(counter, before, self._expected(before))
+        later = [m.content for m in plan.messages[plan.end :] if is_person_written(m)]
+        composed = compose(header, ledger, text, room, counter, later=later)
+        summary = mark(
+            Message("user", composed.content),
+            strategy=self.name,
+            kind="summary",
+            replaces=replaced,
+            summarizer=self.summarizer_name,
+            region=plan.region,
+            stands_for=count,
+            facts=ledger.record(),
+            prose_at=composed.prose_at,
+        )
+        after = counter.count(summary)
         if after >= before:
-            raise SummarizerError(
+            raise NotSmaller(
                 f"summary ({after} tokens) is not smaller than the "
                 f"{plural(len(replaced), 'message')} it would replace ({before} tokens)"
             )
@@ -144,7 +155,7 @@ class _SummaryCalls:
         original it stands for, when ``recall`` has it (a failing lookup keeps what is there:
         a summary of a placeholder beats no summary)."""
         if self.recall is None:
-            return list(replaced)
+            return [summariser_view(m) for m in replaced]
         out: list[Message] = []
         for message in replaced:
             record = provenance(message)
@@ -158,7 +169,7 @@ class _SummaryCalls:
                     found = None
                 if isinstance(found, Message):
                     original = found
-            out.append(original if original is not None else message)
+            out.append(original if original is not None else summariser_view(message))
         return out
 
     def _round_sync(

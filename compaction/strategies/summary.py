@@ -68,7 +68,13 @@ class _SummaryCapabilities:
     """``Summary.capabilities``: the class's worst case, or an instance's own summariser's."""
 
     #: What a summariser that says nothing about itself may do.
-    ANY = Capabilities(model_call=True, lossless=False, keeps_tool_pairs=True, deterministic=False)
+    ANY = Capabilities(
+        model_call=True,
+        lossless=False,
+        keeps_tool_pairs=True,
+        deterministic=False,
+        writes_ledger=True,
+    )
 
     def __get__(self, instance: Any, owner: Any = None) -> Capabilities:
         summarizer = getattr(instance, "summarizer", None)
@@ -81,6 +87,7 @@ class _SummaryCapabilities:
             lossless=False,
             keeps_tool_pairs=True,
             deterministic=bool(getattr(summarizer, "deterministic", False)),
+            writes_ledger=True,
         )
 
 
