@@ -162,6 +162,8 @@ def _finish(sender: Any, run: Run, before: int, started: float, ok: bool) -> Com
             target=result.target,
             limit=result.limit,
             applied=[a.strategy for a in result.applied],
+            skipped=[(d.strategy, d.reason) for d in result.skipped],
+            budget_use=round(result.budget_use, 4),
             changed=result.changed,
             seconds=round(seconds, 6),
             labels=run.labels,
@@ -174,6 +176,8 @@ def _finish(sender: Any, run: Run, before: int, started: float, ok: bool) -> Com
             applied=result.applied,
             changed=result.changed,
             fits=result.fits,
+            budget_use=result.budget_use,
+            skipped=result.skipped,
             labels=run.labels,
         )
     return result

@@ -34,7 +34,7 @@ from ._signature import takes_limit as _takes_limit
 from .budget import Budget
 from .engine import AsyncCallNext, CallNext, Run, aexecute, current_labels, execute
 from .messages import Message
-from .result import Applied, CompactionResult, Declined
+from .result import Applied, CompactionResult, Declined, Skip
 from .tokens import TokenCounter
 from .validate import mark_checked, problems
 
@@ -67,8 +67,9 @@ class Strategy:
     """Base class of every strategy. Subclasses set ``name`` and implement ``rewrite``.
 
     ``rewrite(messages, *, target)`` answers a new, smaller sequence of messages, or None to
-    decline. A subclass whose ``rewrite`` also takes ``counter`` gets the
-    run's [`TokenCounter`][compaction.tokens.TokenCounter], and may use it freely: counts are
+    decline (or a [`Skip`][compaction.result.Skip] to decline with its reason). A subclass
+    whose ``rewrite`` also takes ``counter`` gets the run's
+    [`TokenCounter`][compaction.tokens.TokenCounter], and may use it freely: counts are
     cached, so asking again costs a dictionary lookup. One whose ``rewrite`` takes ``limit``
     gets the run's hard limit (at least ``target``): what the request must fit, as opposed to
     where it aims. Only a layer that cuts protected content needs it (the last resort cuts protected
@@ -114,13 +115,13 @@ class Strategy:
 
     def rewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         """Answer a smaller conversation, or None to decline."""
         raise NotImplementedError(f"{type(self).__name__} must implement rewrite()")
 
     async def arewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         """Async twin of [`rewrite`][]; by default the same (CPU-bound, microseconds)."""
         return self._rewrite(messages, target, counter)
 
@@ -130,7 +131,7 @@ class Strategy:
         target: int,
         counter: TokenCounter,
         limit: int | None = None,
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         kwargs: dict[str, Any] = {"target": target}
         if self._rewrite_takes_counter:
             kwargs["counter"] = counter
@@ -144,7 +145,7 @@ class Strategy:
         target: int,
         counter: TokenCounter,
         limit: int | None = None,
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         if type(self).arewrite is Strategy.arewrite:
             # Not overridden: the same CPU-bound rewrite, with the hard limit if it takes one.
             return self._rewrite(messages, target, counter, limit)
@@ -313,7 +314,7 @@ class Strategy:
         exited(self, run, entry, asked, passed, ok)
 
     def _judge(
-        self, run: Run, answer: Sequence[Message] | None
+        self, run: Run, answer: Sequence[Message] | Skip | None
     ) -> tuple[tuple[Message, ...], int, str | None]:
         """The answer, what it counts, and why it is refused (None: it is taken)."""
         before = run.tokens
@@ -322,6 +323,8 @@ class Strategy:
         after = before
         if answer is None:
             reason = "declined"
+        elif isinstance(answer, Skip):
+            reason = answer.reason or "declined"
         else:
             new = tuple(answer)
             after = run.counter.count_messages(new)

@@ -131,7 +131,15 @@ class _SummaryCalls:
             error=error,
             labels=labels,
         )
-        if error is not None:
+        if isinstance(error, NotSmaller):
+            # A layer declining is a normal outcome, not a failure: at debug, never a warning.
+            log.debug(
+                "summary.declined",
+                summarizer=self.summarizer_name,
+                reason=str(error),
+                labels=dict(labels),
+            )
+        elif error is not None:
             log.warning(
                 "summary.failed",
                 summarizer=self.summarizer_name,
