@@ -103,7 +103,9 @@ def ledger_text(
         head = f"[{title}"
     if bare:
         head = ""
-        bound = min(max_chars, stands_for_chars // 2)
+        # under a header of its own (a summary), bounded by the room its caller gives it and
+        # by what it stands for; the caller keeps the whole smaller than what it replaces
+        bound = min(max_chars, stands_for_chars)
     room = bound - len(head) - 1
     recall = "" if bare else _recall(ledger.refs)
 
