@@ -40,6 +40,9 @@ from .validate import mark_checked, problems
 
 __all__ = ["Capabilities", "Run", "Strategy", "current_labels"]
 
+#: A layer's answer as judged: the messages, what they count, why refused (None: taken).
+_Verdict = tuple[tuple[Message, ...], int, str | None]
+
 
 @attrs.frozen(slots=True)
 class Capabilities:
@@ -223,11 +226,10 @@ class Strategy:
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
-                    new, after, reason = self._judge(run, answer)
-                    trial = self._trial(run, new, after, reason)
-                    if trial is not None:
+                    verdict = self._judge(run, answer)
+                    if (trial := self._trial(run, verdict)) is not None:
                         call_next(trial)
-                    self._conclude(run, new, after, reason, trial, started)
+                    self._conclude(run, verdict, trial, started)
             # Under target now, so the rest of the ladder is not needed.
             passed = run.over
             if passed:
@@ -248,11 +250,10 @@ class Strategy:
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
-                    new, after, reason = self._judge(run, answer)
-                    trial = self._trial(run, new, after, reason)
-                    if trial is not None:
+                    verdict = self._judge(run, answer)
+                    if (trial := self._trial(run, verdict)) is not None:
                         await call_next(trial)
-                    self._conclude(run, new, after, reason, trial, started)
+                    self._conclude(run, verdict, trial, started)
             passed = run.over
             if passed:
                 await call_next(run)
@@ -261,9 +262,8 @@ class Strategy:
             self._exit(run, entry, asked, passed, ok)
 
     def _asked(self, run: Run) -> bool:
-        # A trial (see ``_trial``) asks only a layer that writes the ledger, and never one that
-        # spends a model call: the free layers above got the conversation under target, so
-        # rule 3 holds for every other layer and for the model.
+        # A trial asks only a free layer that writes the ledger: the free layers above got the
+        # conversation under target, so rule 3 holds for every other layer and for the model.
         if run.trial:
             able = self.capabilities
             return able.writes_ledger and not able.model_call and self.wants(run)
@@ -271,28 +271,19 @@ class Strategy:
 
     # -- the person's statements: never fewer than another answer that also fits ---------------
 
-    def _trial(
-        self, run: Run, new: tuple[Message, ...], after: int, reason: str | None
-    ) -> Run | None:
-        """A run of the layers below on what this layer was handed, when its own answer fits
-        but shows fewer of the person's statements (see [`compaction._persons.trial`][])."""
+    def _trial(self, run: Run, verdict: _Verdict) -> Run | None:
+        """The layers below run on what this layer was handed when its answer fits but shows
+        fewer of the person's statements (``compaction._persons.trial``)."""
+        new, after, reason = verdict
         if reason is not None or after > run.target or run.trial:
             return None
         from ._persons import trial
 
         return trial(run, new)
 
-    def _conclude(
-        self,
-        run: Run,
-        new: tuple[Message, ...],
-        after: int,
-        reason: str | None,
-        trial: Run | None,
-        started: float,
-    ) -> None:
-        """Take this layer's answer, or the trial's when it fits and shows more of the
-        person's statements (the layer then counts as declined: ``fewer_statements``)."""
+    def _conclude(self, run: Run, verdict: _Verdict, trial: Run | None, started: float) -> None:
+        """Take the answer, or the trial's when it shows more (``fewer_statements``)."""
+        new, after, reason = verdict
         if trial is not None:
             from ._persons import better
 
@@ -313,9 +304,7 @@ class Strategy:
     ) -> None:
         exited(self, run, entry, asked, passed, ok)
 
-    def _judge(
-        self, run: Run, answer: Sequence[Message] | Skip | None
-    ) -> tuple[tuple[Message, ...], int, str | None]:
+    def _judge(self, run: Run, answer: Sequence[Message] | Skip | None) -> _Verdict:
         """The answer, what it counts, and why it is refused (None: it is taken)."""
         before = run.tokens
         reason: str | None = None
@@ -339,12 +328,7 @@ class Strategy:
         return new, after, reason
 
     def _book(
-        self,
-        run: Run,
-        new: tuple[Message, ...],
-        after: int,
-        reason: str | None,
-        started: float,
+        self, run: Run, new: tuple[Message, ...], after: int, reason: str | None, started: float
     ) -> None:
         before = run.tokens
         seconds = time.monotonic() - started
