@@ -30,7 +30,7 @@ from ..summarizers.base import (
 )
 from ..summarizers.deadline import await_with_deadline, call_with_deadline, in_daemon_thread
 from ..tokens import TokenCounter
-from ._summary_plan import _Round
+from ._summary_plan import LEDGER_REGION, _Round
 from ._summary_text import compose, summariser_view
 
 #: A recall source: the original message a recall id names, or None (``Session.recall``).
@@ -42,6 +42,8 @@ class NotSmaller(SummarizerError):
     a normal outcome, not a failure of the summariser)."""
 
 
+#: How a ledger's lines of the person's words open (see ``compaction.memory.note``).
+_SAID = "The person said"
 #: The kinds of rewritten message summarised from their original when it can be recalled.
 _RECALLED = frozenset({"placeholder", "truncated"})
 
@@ -64,13 +66,15 @@ class _SummaryCalls:
     def summarizer_name(self) -> str:
         return summarizer_name(self.summarizer)
 
-    def _summary_message(self, plan: _Round, answer: Any, counter: TokenCounter) -> Message:
+    def _summary_message(
+        self, plan: _Round, answer: Any, counter: TokenCounter, *, own: bool = False
+    ) -> Message:
         if not isinstance(answer, str):
             raise SummarizerError(
                 f"summariser {self.summarizer_name} answered {type(answer).__name__}, not text"
             )
         text = answer.strip()
-        if not text:
+        if not text and not own:
             raise SummarizerError(f"summariser {self.summarizer_name} answered empty text")
         replaced = plan.replaced
         # Counted as the summariser was shown them (notes and summaries as what they stand
@@ -180,9 +184,26 @@ class _SummaryCalls:
             out.append(original if original is not None else summariser_view(message))
         return out
 
+    def _rewritten(self, plan: _Round, counter: TokenCounter) -> tuple[Message | None, Any]:
+        """A lone note or summary written again in less room: its ledger and its own prose,
+        no summariser call (there is nothing new to summarise)."""
+        view = summariser_view(plan.replaced[0]).content
+        prose = view.split("\n", 1)[1] if "\n" in view else ""
+        try:
+            summary = self._summary_message(plan, prose, counter, own=True)
+            if _SAID not in summary.content and _SAID in plan.replaced[0].content:
+                # no room left for a line of the person's: a cut elsewhere serves them better
+                raise NotSmaller("no room for the person's words in the ledger written again")
+            return summary, None
+        except SummarizerError as exc:
+            log.debug("summary.declined", reason=str(exc), labels=dict(current_labels()))
+            return None, exc
+
     def _round_sync(
         self, plan: _Round, counter: TokenCounter
     ) -> tuple[Message | None, BaseException | None]:
+        if plan.region == LEDGER_REGION:
+            return self._rewritten(plan, counter)
         transcript = render_transcript(self._source(plan.replaced))
         started = time.monotonic()
         answer: Any = None
@@ -225,6 +246,8 @@ class _SummaryCalls:
     async def _round_async(
         self, plan: _Round, counter: TokenCounter
     ) -> tuple[Message | None, BaseException | None]:
+        if plan.region == LEDGER_REGION:
+            return self._rewritten(plan, counter)
         transcript = render_transcript(self._source(plan.replaced))
         started = time.monotonic()
         answer: Any = None

@@ -18,6 +18,8 @@ from ..memory.words import PRIORITY, Statement, statements
 from ..messages import Message
 from ..tokens import TokenCounter
 
+#: The region of a round that writes one note's or summary's ledger again, in less room.
+LEDGER_REGION = "ledger"
 #: Tokens a summary costs whatever it summarises (its header and section titles).
 _SUMMARY_OVERHEAD = 32
 
@@ -43,6 +45,8 @@ class _Round:
         summary's bare frame (this round alone cannot reach target: later rounds combine),
         the expected size; never as much as what it replaces (``replaced``)."""
         aim = self.target - (counter.count_messages(self.messages) - replaced)
+        if self.region == LEDGER_REGION:  # written again only to fit: never past the target
+            return min(aim, replaced - 1)
         if aim < min(expected, 2 * _SUMMARY_OVERHEAD):
             aim = expected
         return min(aim, replaced - 1)
@@ -189,6 +193,14 @@ class _RoundPlanner:
                 continue
             n = self._shortest(runs, counts, over, least)
             return _Round(region, start, runs[n - 1][-1].end, messages, target)
+        # Nothing left to summarise but one note or summary of ours: its ledger is written
+        # again in the room the target leaves (no summariser call), rather than cut in its
+        # middle by a last resort that does not know which of its lines are the person's.
+        notes = [p[0] for p in pieces if p and p[0].kind == "note"]
+        notes += [g for g in t.current if g.kind == "note" and g.start not in kept]
+        if notes:
+            lone = max(notes, key=lambda g: sum(counts[g.start : g.end]))
+            return _Round(LEDGER_REGION, lone.start, lone.end, messages, target)
         return None
 
     def _current_pieces(self, t: Transcript) -> list[list[Group]]:
