@@ -37,6 +37,15 @@ from ._summary_text import compose, summariser_view
 Recall = Callable[[str], "Message | None"]
 
 
+def _region(plan: _Round) -> str:
+    """The region a summary is recorded under: a note or summary written again keeps its own."""
+    if plan.region != LEDGER_REGION:
+        return plan.region
+    record = provenance(plan.replaced[0]) or {}
+    region = record.get("region")
+    return region if isinstance(region, str) else "history_summaries"
+
+
 class NotSmaller(SummarizerError):
     """A summary no smaller than what it would replace: the layer declines (quietly: that is
     a normal outcome, not a failure of the summariser)."""
@@ -95,7 +104,7 @@ class _SummaryCalls:
             kind="summary",
             replaces=replaced,
             summarizer=self.summarizer_name,
-            region=plan.region,
+            region=_region(plan),
             stands_for=count,
             facts=ledger.record(),
             prose_at=composed.prose_at,

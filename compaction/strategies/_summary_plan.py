@@ -198,6 +198,7 @@ class _RoundPlanner:
         # middle by a last resort that does not know which of its lines are the person's.
         notes = [p[0] for p in pieces if p and p[0].kind == "note"]
         notes += [g for g in t.current if g.kind == "note" and g.start not in kept]
+        notes = [g for g in notes if _said(messages[g.start])]  # only for the person's words
         if notes:
             lone = max(notes, key=lambda g: sum(counts[g.start : g.end]))
             return _Round(LEDGER_REGION, lone.start, lone.end, messages, target)
