@@ -142,7 +142,15 @@ def ledger_text(
         ("Files read", [f for f in reversed(ledger.files) if f not in ledger.edited], ", "),
         ("Earlier commands", commands[1:], "; "),
     ]
+    # A tiny note is not worth a range longer than what it names.
+    if recall and stands_for_chars < 2 * len(recall):
+        recall = ""
+    reserved = False
     for title, items, sep in plan:
+        if title == "Files read" and recall and room >= len(recall) + 1:
+            # the way back to everything comes before the lists of what was only read or run
+            room -= len(recall) + 1
+            reserved = True
         text, room = _section(title, items, room, sep)
         if text:
             sections[title] = text
@@ -156,9 +164,9 @@ def ledger_text(
         "Earlier commands",
         "Open todos",
     )
-    # The recall range goes last: it is in meta in full whatever the text shows, and a tiny
-    # note is not worth a range longer than what it names.
-    if recall and (room < len(recall) + 1 or stands_for_chars < 2 * len(recall)):
+    # The recall range is shown last (it is in meta in full whatever the text shows), with the
+    # room kept for it before files read and earlier commands.
+    if recall and not reserved and room < len(recall) + 1:
         recall = ""
     # One line of facts after the opening count (as notes always read); the person's words,
     # when there are any, one sentence a line between them.
