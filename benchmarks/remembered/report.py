@@ -48,7 +48,10 @@ def section(results: dict[str, Any]) -> list[str]:
         "session growing by a fifth before each round (the conversation an agent carries "
         "forward), at fixed budgets of 10/20/30% of the full session, counted by tiktoken and "
         "in characters (a character budget). Budget use: after / target of each round that "
-        "started over target. A superseded value is stale when it appears with no later occurrence "
+        "started over target. In the small sessions at 10% and 20% the system prompt, the "
+        "task, the newest request and the newest step alone take most of the budget: their "
+        "statements cannot all fit verbatim, and the goal there is as many as fit. A "
+        "superseded value is stale when it appears with no later occurrence "
         "of the newer value and no supersession marker beside it "
         "(`benchmarks/remembered_judge.py`).",
         "",
