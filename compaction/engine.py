@@ -60,6 +60,9 @@ class Run:
     #: Layers are asked only while over target; a strategy that cuts protected content (one
     #: whose ``rewrite`` takes ``limit=``) cuts it only down to this.
     hard_limit: int = 0
+    #: A trial: the layers below run on what a layer above was handed, to compare answers
+    #: that fit (see ``Strategy._trial``); layers that spend a model call are not asked.
+    trial: bool = False
 
     @property
     def limit(self) -> int:
@@ -159,6 +162,8 @@ def _finish(sender: Any, run: Run, before: int, started: float, ok: bool) -> Com
             target=result.target,
             limit=result.limit,
             applied=[a.strategy for a in result.applied],
+            skipped=[(d.strategy, d.reason) for d in result.skipped],
+            budget_use=round(result.budget_use, 4),
             changed=result.changed,
             seconds=round(seconds, 6),
             labels=run.labels,
@@ -171,6 +176,8 @@ def _finish(sender: Any, run: Run, before: int, started: float, ok: bool) -> Com
             applied=result.applied,
             changed=result.changed,
             fits=result.fits,
+            budget_use=result.budget_use,
+            skipped=result.skipped,
             labels=run.labels,
         )
     return result

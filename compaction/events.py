@@ -19,9 +19,10 @@ signal                 sender               keyword arguments
 ``layer_entered``      the strategy         name, position, tokens, target, asked (rule 1: it
                                             will be asked to rewrite), labels
 ``strategy_applied``   the strategy         name, before, after, seconds, labels
-``strategy_declined``  the strategy         name, reason ("declined" | "did_not_shrink" |
-                                            "invalid" | "raised"), tokens, seconds, error,
-                                            labels
+``strategy_declined``  the strategy         name, reason ("declined", a layer's own reason
+                                            such as "summary_not_smaller",
+                                            "did_not_shrink", "fewer_statements", "invalid"
+                                            or "raised"), tokens, seconds, error, labels
 ``layer_exited``       the strategy         name, position, before, after (the size it hands
                                             back up, after the layers below it), asked, passed
                                             (it called the layer below), seconds (with the
@@ -29,7 +30,9 @@ signal                 sender               keyword arguments
                                             exception), labels
 ``compacted``          the pipeline         before, after, target, applied (tuple of
                                             [`Applied`][compaction.result.Applied]), changed,
-                                            fits, labels. Fires at the end of every run that
+                                            fits, budget_use (after / target), skipped
+                                            (the layers that declined, with their
+                                            reasons), labels. Fires at the end of every run that
                                             did not raise, **also when nothing changed**:
                                             count compactions with ``changed``
 ``duration``           pipeline / strategy  scope ("run" | "strategy"), name, seconds, ok,

@@ -6,7 +6,18 @@ import attrs
 
 from .messages import Message
 
-__all__ = ["Applied", "CompactionResult", "Declined"]
+__all__ = ["Applied", "CompactionResult", "Declined", "Skip"]
+
+
+@attrs.frozen(slots=True)
+class Skip:
+    """What a strategy's ``rewrite`` may answer instead of None to decline with its reason
+    (``"summary_not_smaller"``, ``"nothing_to_drop"``...): recorded as a
+    [`Declined`][compaction.result.Declined] with that reason, logged at debug, listed in
+    [`CompactionResult.skipped`][compaction.result.CompactionResult.skipped]. Declining is
+    a normal outcome, never a failure."""
+
+    reason: str
 
 
 @attrs.frozen(slots=True)
@@ -28,9 +39,12 @@ class Applied:
 class Declined:
     """A strategy that was asked and gave nothing that was taken, and why.
 
-    ``reason``: ``"declined"`` (it answered None), ``"did_not_shrink"`` (its answer was not
-    smaller), ``"invalid"`` (its answer would be rejected by a provider: a bug, refused), or
-    ``"raised"`` (``error`` holds the exception).
+    ``reason``: ``"declined"`` (it answered None), its own reason (it answered a
+    [`Skip`][compaction.result.Skip]: ``"summary_not_smaller"``, ``"breaker_open"``...),
+    ``"did_not_shrink"`` (its answer was not smaller), ``"fewer_statements"`` (its answer
+    fit, but the layers below found one that fits and shows more of the person's
+    statements), ``"invalid"`` (its answer would be rejected by a provider: a bug, refused),
+    or ``"raised"`` (``error`` holds the exception).
     """
 
     strategy: str
@@ -78,6 +92,19 @@ class CompactionResult:
     def saved(self) -> int:
         """Tokens saved in total."""
         return self.before - self.after
+
+    @property
+    def budget_use(self) -> float:
+        """How much of the target the result takes (``after / target``; 0.0 for a target of
+        0). A compaction that started over target aims to end near 1.0: what it leaves unused
+        is room it gave up without need."""
+        return self.after / self.target if self.target > 0 else 0.0
+
+    @property
+    def skipped(self) -> tuple[Declined, ...]:
+        """The layers that were asked and declined, with their reasons (a summary not smaller,
+        nothing to drop): normal outcomes, logged at debug, never failures."""
+        return tuple(d for d in self.declined if d.reason not in ("raised", "invalid"))
 
     @property
     def failures(self) -> tuple[Declined, ...]:

@@ -27,17 +27,21 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from . import events
+from ._layer_log import entered, exited
 from ._log import log
 from ._signature import takes_counter as _takes_counter
 from ._signature import takes_limit as _takes_limit
 from .budget import Budget
 from .engine import AsyncCallNext, CallNext, Run, aexecute, current_labels, execute
 from .messages import Message
-from .result import Applied, CompactionResult, Declined
+from .result import Applied, CompactionResult, Declined, Skip
 from .tokens import TokenCounter
 from .validate import mark_checked, problems
 
 __all__ = ["Capabilities", "Run", "Strategy", "current_labels"]
+
+#: A layer's answer as judged: the messages, what they count, why refused (None: taken).
+_Verdict = tuple[tuple[Message, ...], int, str | None]
 
 
 @attrs.frozen(slots=True)
@@ -49,20 +53,26 @@ class Capabilities:
       it back count as lossy: the text is no longer in the prompt).
     - ``keeps_tool_pairs``: a call and its results are kept or dropped together.
     - ``deterministic``: the same input gives the same output.
+    - ``writes_ledger``: it writes the person's statements into its text, as many as the
+      budget has room for (the summary does): when a layer above gets under target while
+      showing fewer of them, the ladder asks it too, as a trial, and keeps the answer that
+      shows more (see ``Strategy._trial``). Other layers are never reached once under target.
     """
 
     model_call: bool = False
     lossless: bool = False
     keeps_tool_pairs: bool = True
     deterministic: bool = True
+    writes_ledger: bool = False
 
 
 class Strategy:
     """Base class of every strategy. Subclasses set ``name`` and implement ``rewrite``.
 
     ``rewrite(messages, *, target)`` answers a new, smaller sequence of messages, or None to
-    decline. A subclass whose ``rewrite`` also takes ``counter`` gets the
-    run's [`TokenCounter`][compaction.tokens.TokenCounter], and may use it freely: counts are
+    decline (or a [`Skip`][compaction.result.Skip] to decline with its reason). A subclass
+    whose ``rewrite`` also takes ``counter`` gets the run's
+    [`TokenCounter`][compaction.tokens.TokenCounter], and may use it freely: counts are
     cached, so asking again costs a dictionary lookup. One whose ``rewrite`` takes ``limit``
     gets the run's hard limit (at least ``target``): what the request must fit, as opposed to
     where it aims. Only a layer that cuts protected content needs it (the last resort cuts protected
@@ -108,13 +118,13 @@ class Strategy:
 
     def rewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         """Answer a smaller conversation, or None to decline."""
         raise NotImplementedError(f"{type(self).__name__} must implement rewrite()")
 
     async def arewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         """Async twin of [`rewrite`][]; by default the same (CPU-bound, microseconds)."""
         return self._rewrite(messages, target, counter)
 
@@ -124,7 +134,7 @@ class Strategy:
         target: int,
         counter: TokenCounter,
         limit: int | None = None,
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         kwargs: dict[str, Any] = {"target": target}
         if self._rewrite_takes_counter:
             kwargs["counter"] = counter
@@ -138,7 +148,7 @@ class Strategy:
         target: int,
         counter: TokenCounter,
         limit: int | None = None,
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         if type(self).arewrite is Strategy.arewrite:
             # Not overridden: the same CPU-bound rewrite, with the hard limit if it takes one.
             return self._rewrite(messages, target, counter, limit)
@@ -205,7 +215,9 @@ class Strategy:
     # -- the rules, kept once ------------------------------------------------------------------
 
     def __call__(self, run: Run, call_next: CallNext) -> None:
-        asked = self.wants(run)
+        asked = self._asked(run)
+        if run.trial and not asked:  # a trial passes by a layer it may not ask, unreported
+            return call_next(run)
         entry = self._enter(run, asked)
         passed = ok = False
         try:
@@ -216,7 +228,10 @@ class Strategy:
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
-                    self._take(run, answer, started)
+                    verdict = self._judge(run, answer)
+                    if (trial := self._trial(run, verdict)) is not None:
+                        call_next(trial)
+                    self._conclude(run, verdict, trial, started)
             # Under target now, so the rest of the ladder is not needed.
             passed = run.over
             if passed:
@@ -226,7 +241,9 @@ class Strategy:
             self._exit(run, entry, asked, passed, ok)
 
     async def acall(self, run: Run, call_next: AsyncCallNext) -> None:
-        asked = self.wants(run)
+        asked = self._asked(run)
+        if run.trial and not asked:
+            return await call_next(run)
         entry = self._enter(run, asked)
         passed = ok = False
         try:
@@ -237,7 +254,10 @@ class Strategy:
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
-                    self._take(run, answer, started)
+                    verdict = self._judge(run, answer)
+                    if (trial := self._trial(run, verdict)) is not None:
+                        await call_next(trial)
+                    self._conclude(run, verdict, trial, started)
             passed = run.over
             if passed:
                 await call_next(run)
@@ -245,66 +265,59 @@ class Strategy:
         finally:
             self._exit(run, entry, asked, passed, ok)
 
+    def _asked(self, run: Run) -> bool:
+        # A trial asks only a free layer that writes the ledger: the free layers above got the
+        # conversation under target, so rule 3 holds for every other layer and for the model.
+        if run.trial:
+            able = self.capabilities
+            return able.writes_ledger and not able.model_call and self.wants(run)
+        return self.wants(run)
+
+    # -- the person's statements: never fewer than another answer that also fits ---------------
+
+    def _trial(self, run: Run, verdict: _Verdict) -> Run | None:
+        """The layers below run on what this layer was handed when its answer fits but shows
+        fewer of the person's statements (``compaction._persons.trial``)."""
+        new, after, reason = verdict
+        if reason is not None or after > run.target or run.trial:
+            return None
+        from ._persons import trial
+
+        return trial(run, new)
+
+    def _conclude(self, run: Run, verdict: _Verdict, trial: Run | None, started: float) -> None:
+        """Take the answer, or the trial's when it shows more (``fewer_statements``)."""
+        new, after, reason = verdict
+        if trial is not None:
+            from ._persons import better
+
+            if better(run, new, trial):
+                self._book(run, (), run.tokens, "fewer_statements", started)
+                run.messages, run.tokens = trial.messages, trial.tokens
+                run.applied.extend(trial.applied)
+                run.declined.extend(trial.declined)
+                return
+        self._book(run, new, after, reason, started)
+
     def _enter(self, run: Run, asked: bool) -> tuple[int, int, float]:
         """Report entering the layer; answers what ``_exit`` reports against."""
-        position = run.depth
-        run.depth += 1
-        log.debug(
-            "layer.entered",
-            strategy=self.name,
-            position=position,
-            tokens=run.tokens,
-            asked=asked,
-            labels=dict(run.labels),
-        )
-        events.layer_entered.send(
-            self,
-            name=self.name,
-            position=position,
-            tokens=run.tokens,
-            target=run.target,
-            asked=asked,
-            labels=run.labels,
-        )
-        return position, run.tokens, time.monotonic()
+        return entered(self, run, asked)
 
     def _exit(
         self, run: Run, entry: tuple[int, int, float], asked: bool, passed: bool, ok: bool
     ) -> None:
-        position, before, started = entry
-        run.depth = position
-        seconds = time.monotonic() - started
-        log.debug(
-            "layer.exited",
-            strategy=self.name,
-            position=position,
-            before=before,
-            after=run.tokens,
-            asked=asked,
-            passed=passed,
-            ok=ok,
-            labels=dict(run.labels),
-        )
-        events.layer_exited.send(
-            self,
-            name=self.name,
-            position=position,
-            before=before,
-            after=run.tokens,
-            asked=asked,
-            passed=passed,
-            seconds=seconds,
-            ok=ok,
-            labels=run.labels,
-        )
+        exited(self, run, entry, asked, passed, ok)
 
-    def _take(self, run: Run, answer: Sequence[Message] | None, started: float) -> None:
+    def _judge(self, run: Run, answer: Sequence[Message] | Skip | None) -> _Verdict:
+        """The answer, what it counts, and why it is refused (None: it is taken)."""
         before = run.tokens
         reason: str | None = None
         new: tuple[Message, ...] = ()
         after = before
         if answer is None:
             reason = "declined"
+        elif isinstance(answer, Skip):
+            reason = answer.reason or "declined"
         else:
             new = tuple(answer)
             after = run.counter.count_messages(new)
@@ -316,6 +329,12 @@ class Strategy:
                     # A strategy bug must never reach a provider as a 400; refuse it loudly.
                     reason = "invalid"
                     self._failed(run, found[0], "invalid output")
+        return new, after, reason
+
+    def _book(
+        self, run: Run, new: tuple[Message, ...], after: int, reason: str | None, started: float
+    ) -> None:
+        before = run.tokens
         seconds = time.monotonic() - started
         name = self.name
         if reason is None:

@@ -34,8 +34,15 @@ Feature: The Summary terminal
       | fails                          |
       | raises an error                |
       | answers nothing                |
-      | answers something longer       |
       | does not answer in time        |
+
+  Scenario: A summary that would not be smaller is a quiet decline, not a failure
+    Given a summariser that answers something longer
+    And a Summary strategy on its own
+    When the conversation is compacted to 30% of its size
+    Then the conversation is unchanged
+    And no failure event was emitted
+    And the summary is skipped with the reason "summary_not_smaller"
 
   Scenario: After repeated failures the breaker stops calling the summariser
     Given a summariser that raises an error

@@ -187,3 +187,13 @@ def failure_event(world):
 @then("the breaker is open")
 def breaker_open(world):
     assert world["summary"].breaker_open
+
+
+@then("no failure event was emitted")
+def no_failure_event(world):
+    assert world["failed"] == []
+
+
+@then(parsers.parse('the summary is skipped with the reason "{reason}"'))
+def skipped_with(world, reason):
+    assert [(d.strategy, d.reason) for d in world["result"].skipped] == [("summary", reason)]

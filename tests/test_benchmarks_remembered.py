@@ -118,10 +118,27 @@ def test_quick_suite_runs_and_judges_its_goals() -> None:
     ctx = type("Ctx", (), {"quick": True, "args": args})()
     results = remembered.run(ctx)
     assert results["seeds"] == list(remembered.QUICK_SEEDS) and not results["errors"]
-    assert len(results["growing"]) == 2 * len(remembered.BUDGETS) * remembered.ROUNDS
-    assert [g["met"] in (True, False) for g in results["goals"]] == [True] * 4
+    cells = len(remembered.COUNTERS) * len(remembered.LADDERS) * len(remembered.SHAPES)
+    assert len(results["growing"]) == cells * len(remembered.BUDGETS) * remembered.ROUNDS
+    assert [g["met"] in (True, False) for g in results["goals"]] == [True] * 5
+    # every round that started over target reports the budget it used
+    uses = [u for tally in results["growing"].values() for u in tally["use"]]
+    assert uses and all(u > 0 for u in uses)
     lines = remembered.markdown(results)
     assert lines[0].startswith("## ") and any("stale" in line for line in lines)
+    assert any("counted in chars" in line for line in lines)
+
+
+def test_a_character_budget_counts_characters_and_small_sessions_are_small() -> None:
+    session = remembered.small_session(3)
+    chars = remembered.Chars().count_messages(session.messages)
+    assert 2_000 <= chars <= 10_000
+    assert chars == sum(len(m.content) + 12 for m in session.messages)  # a chat: no calls
+    # at a tenth of it, the whole ledger does not fit: the free ladder keeps fewer statements
+    # than were made (the judge sees the loss), and a round reports its budget use
+    rounds = remembered.run_session(session, 0.10, remembered.Chars(), ladder_name="free")
+    kept, total = remembered.kept_share(rounds[-1])
+    assert kept < total and any(r["use"] for r in rounds)
 
 
 # -- the stale rule, for any surrounding text ----------------------------------------------------

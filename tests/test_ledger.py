@@ -206,7 +206,11 @@ def test_the_ledger_bound_is_a_share_of_what_it_replaces_and_of_the_target():
     assert len(ledger_text(ledger, 10**9)) <= MAX_NOTE_CHARS
     assert len(ledger_text(ledger, 10**9, max_chars=ledger_cap(500))) <= ledger_cap(500)
     assert len(ledger_text(ledger, 800)) <= 400  # half of what it stands for
-    assert ledger_cap(500) == 1200 and ledger_cap(2000) == 2400  # 30% at 4 chars a token
+    # 30% at 4 chars a token, never less than 1,200 characters unless that is more than half
+    # the budget: every bound scales with it (a character budget reads 1 char a unit)
+    assert ledger_cap(2000) == 2400 and ledger_cap(1000) == 1200 and ledger_cap(500) == 1000
+    assert ledger_cap(553, chars_per_token=1) == 276 <= 553 // 2
+    assert ledger_cap(100_000) == MAX_NOTE_CHARS
 
 
 # -- real transcripts of every format ------------------------------------------------------------

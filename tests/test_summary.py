@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import threading
 
@@ -262,7 +263,26 @@ def test_a_stretch_too_small_to_be_worth_it_is_passed_over():
     assert rec.seen == [] and not result.changed
 
 
-@pytest.mark.parametrize("how", ["raise", "empty", "longer", "not_text"])
+def test_a_summary_not_smaller_is_a_quiet_decline_with_its_reason(caplog):
+    msgs = conversation()
+    failed = []
+
+    def on_failed(sender, **kw):
+        failed.append(kw)
+
+    strategy = Summary(Failing("longer"))
+    with events.failed.connected_to(on_failed), caplog.at_level(logging.DEBUG):
+        result = compact(strategy, msgs, target=100)
+    assert result.messages == tuple(msgs) and not result.changed
+    # Declining is a normal outcome: counted with its reason, never a failure or a warning.
+    assert [(d.strategy, d.reason) for d in result.skipped] == [("summary", "summary_not_smaller")]
+    assert result.failures == () and failed == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # a summariser that may call a model still counts it for the breaker: it was paid for
+    assert strategy.failures == 1
+
+
+@pytest.mark.parametrize("how", ["raise", "empty", "not_text"])
 def test_a_failing_first_round_keeps_the_conversation(how):
     msgs = conversation()
     failed = []

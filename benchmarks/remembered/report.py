@@ -15,6 +15,15 @@ def _share(pair: list[int] | tuple[int, int]) -> str:
     return f"{kept / total:.0%} ({kept}/{total})" if total else "n/a"
 
 
+def _use(values: list[float]) -> str:
+    if not values:
+        return "n/a"
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    median = ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+    return f"{median:.2f}, {ordered[0]:.2f}"
+
+
 def _kept(tally: dict[str, Any]) -> tuple[int, int]:
     return (
         sum(v[0] for v in tally["kept"].values()),
@@ -33,10 +42,16 @@ def section(results: dict[str, Any]) -> list[str]:
         "superseded later) and agent runs (a task, ~48 tool steps with large outputs, ~14 of the "
         "person's interjections typed statements, 2 superseded). Each statement carries an "
         "unguessable value; it survives when that value appears literally in the compacted "
-        "messages' content or tool-call arguments (never `meta`). The default ladder compacts "
-        f"{rounds} rounds in a row, the session growing by a fifth before each round "
-        "(the conversation an agent carries forward), at fixed budgets of 10/20/30% of the "
-        "full session. A superseded value is stale when it appears with no later occurrence "
+        "messages' content or tool-call arguments (never `meta`). Small chat sessions (10 "
+        "turns, 6 statements, 6-8k characters) are where the whole ledger does not fit. The "
+        f"default ladder, and the free one beside it, compact {rounds} rounds in a row, the "
+        "session growing by a fifth before each round (the conversation an agent carries "
+        "forward), at fixed budgets of 10/20/30% of the full session, counted by tiktoken and "
+        "in characters (a character budget). Budget use: after / target of each round that "
+        "started over target. In the small sessions at 10% and 20% the system prompt, the "
+        "task, the newest request and the newest step alone take most of the budget: their "
+        "statements cannot all fit verbatim, and the goal there is as many as fit. A "
+        "superseded value is stale when it appears with no later occurrence "
         "of the newer value and no supersession marker beside it "
         "(`benchmarks/remembered_judge.py`).",
         "",
@@ -44,40 +59,57 @@ def section(results: dict[str, Any]) -> list[str]:
     lines += goals_table(results["goals"])
     growing = results["growing"]
     kinds = results["kinds"]
-    for shape in results["shapes"]:
-        rows = []
-        for budget in results["budgets"]:
-            for r in range(1, rounds + 1):
-                tally = growing.get(f"{shape}|{budget}|{r}")
-                if tally is None:
-                    continue
-                rows.append(
-                    [
-                        f"{budget:.0%}",
-                        r,
-                        *(_share(tally["kept"][k]) for k in kinds),
-                        f"**{_share(_kept(tally))}**",
-                        _share(tally["stale"]),
-                        tally.get("over", 0),
-                    ]
-                )
-        sizes = results["sizes"].get(shape, [])
-        if sizes:
-            tokens = sorted(s[1] for s in sizes)
-            lines += [
-                f"### {shape} ({len(sizes)} sessions, {tokens[0]:,}-{tokens[-1]:,} tokens)",
-                "",
-            ]
-        lines += table(
-            ["budget", "round", *kinds, "all kept", "stale presented", "over budget"], rows
-        )
-        lines.append("")
+    for counter in results.get("counters", ["tokens"]):
+        for shape in results["shapes"]:
+            rows = []
+            for ladder in results.get("ladders", ["default"]):
+                for budget in results["budgets"]:
+                    for r in range(1, rounds + 1):
+                        tally = growing.get(f"{counter}|{ladder}|{shape}|{budget}|{r}")
+                        if tally is None:
+                            continue
+                        rows.append(
+                            [
+                                ladder,
+                                f"{budget:.0%}",
+                                r,
+                                *(_share(tally["kept"][k]) for k in kinds),
+                                f"**{_share(_kept(tally))}**",
+                                _share(tally["stale"]),
+                                tally.get("over", 0),
+                                _use(tally.get("use", [])),
+                            ]
+                        )
+            sizes = results["sizes"].get(shape, [])
+            if sizes:
+                column = 1 if counter == "tokens" else -1
+                sized = sorted(s[column] for s in sizes)
+                unit = "tokens" if counter == "tokens" else "characters"
+                lines += [
+                    f"### {shape}, counted in {counter} ({len(sizes)} sessions, "
+                    f"{sized[0]:,}-{sized[-1]:,} {unit})",
+                    "",
+                ]
+            lines += table(
+                [
+                    "ladder",
+                    "budget",
+                    "round",
+                    *kinds,
+                    "all kept",
+                    "stale presented",
+                    "over budget",
+                    "budget use (median, min)",
+                ],
+                rows,
+            )
+            lines.append("")
     fixed = results["fixed"]
     rows = []
     for shape in results["shapes"]:
         for budget in results["budgets"]:
-            first = fixed.get(f"{shape}|{budget}|1")
-            last = fixed.get(f"{shape}|{budget}|{rounds}")
+            first = fixed.get(f"tokens|default|{shape}|{budget}|1")
+            last = fixed.get(f"tokens|default|{shape}|{budget}|{rounds}")
             if first and last:
                 rows.append(
                     [

@@ -1,11 +1,14 @@
 """The ledger's text: what the model reads where messages were removed.
 
 Deterministic (the same ledger gives the same text) and bounded: at most half the characters
-the ledger stands for, at most [`ledger_cap`][] of the target, whichever is less. When the
-bound forces a cut, the lowest priority goes first: earlier commands, then files read and
-todos, then the last command, files edited, errors and failing tests, then the person's
-goals, their facts, and their rules last. Recall ids are shown as one range; the full list is
-in ``meta``.
+the ledger stands for, at most [`ledger_cap`][] of the target, whichever is less; every bound
+scales with the budget (no fixed floor is ever larger than the budget itself). What the person
+said comes first, by priority (their rules and limits, then their facts, then their goals),
+verbatim, latest value only; then the failing tests, errors, files edited, the last command,
+open todos, files read and earlier commands. When the bound forces a cut, whole statements and
+whole items go, the lowest priority first: a statement is never cut mid-value, and one that
+does not fit leaves its room to a shorter one of the same or lower priority. Recall ids are
+shown as one range; the full list is in ``meta``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from .words import Sentences, statements
+from .words import PRIORITY, Sentences, Statement, statements
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -23,6 +26,7 @@ __all__ = [
     "LEDGER_SHARE",
     "MAX_NOTE_CHARS",
     "MIN_NOTE_CHARS",
+    "choose",
     "ledger_cap",
     "ledger_text",
 ]
@@ -30,9 +34,9 @@ __all__ = [
 #: The absolute cap on a ledger's text (characters): about 1,500 tokens, whatever it replaces.
 MAX_NOTE_CHARS: Final = 6000
 MIN_NOTE_CHARS: Final = 100
-#: Room a ledger always has (about 300 tokens), however small the target, as notes had before:
-#: below it the files and errors of a run no longer fit, and what it costs is still bounded by
-#: half of what it replaces.
+#: Room a ledger has (about 300 tokens) even where its share of the target is less, as notes had
+#: before: below it the files and errors of a run no longer fit. It is a floor only while it is
+#: at most half the budget: a ledger never takes more than that because of it.
 FLOOR_NOTE_CHARS: Final = 1200
 #: The share of the target a ledger may take (its text, at about four characters a token):
 #: the rest is for what is still there verbatim.
@@ -40,13 +44,18 @@ LEDGER_SHARE: Final = 0.3
 _CHARS_PER_TOKEN: Final = 4
 
 
-def ledger_cap(target: int) -> int:
-    """The most characters a ledger may take in a conversation compacted to ``target`` tokens:
-    [`LEDGER_SHARE`][] of it, never less than [`FLOOR_NOTE_CHARS`][] (what a note always
-    had room for) nor more than [`MAX_NOTE_CHARS`][]. The bound by what it replaces (half)
-    applies as well, in [`ledger_text`][]."""
-    share = int(target * LEDGER_SHARE * _CHARS_PER_TOKEN)
-    return min(MAX_NOTE_CHARS, max(FLOOR_NOTE_CHARS, share))
+def ledger_cap(target: int, chars_per_token: float = _CHARS_PER_TOKEN) -> int:
+    """The most characters a ledger may take in a conversation compacted to ``target``
+    (counted by a counter that reads about ``chars_per_token`` characters a token: 4 for a
+    tokenizer, 1 for a character budget): [`LEDGER_SHARE`][] of it, never less than
+    [`FLOOR_NOTE_CHARS`][] (what a note always had room for) unless that floor is more than
+    half the budget, nor more than [`MAX_NOTE_CHARS`][]. The bound by what it replaces
+    (half) applies as well, in [`ledger_text`][]."""
+    per = min(float(_CHARS_PER_TOKEN), max(chars_per_token, 0.25))
+    budget = int(max(target, 0) * per)
+    floor = min(FLOOR_NOTE_CHARS, budget // 2)
+    least = min(MIN_NOTE_CHARS, budget)
+    return min(MAX_NOTE_CHARS, max(floor, int(budget * LEDGER_SHARE), least))
 
 
 def _recall(refs: Sequence[str]) -> str:
@@ -68,6 +77,7 @@ def ledger_text(
     show_task: bool = False,
     title: str | None = None,
     said_only: bool = False,
+    bare: bool = False,
 ) -> str:
     """The ledger's text, within ``min(max_chars, max(MIN_NOTE_CHARS, stands_for_chars // 2))``
     characters, the lowest priority cut first (see the module docstring).
@@ -76,7 +86,9 @@ def ledger_text(
     person's messages still in the conversation after the ledger: a statement one of them
     supersedes is not shown as current. ``show_task``: the task message itself is gone.
     ``title`` replaces the opening count (a summary carries the ledger under its own header);
-    ``said_only``: only what the person said, or ``""`` when none of it fits."""
+    ``said_only``: only what the person said, or ``""`` when none of it fits. ``bare``: no
+    opening count and no brackets, the lines alone (or ``""``), for a message that has a
+    header of its own (a summary's)."""
     # What it stands for includes what older ledgers it absorbed stood for: a ledger carried
     # through five compactions is bounded by all it replaced, not by the last round's share.
     stands_for_chars = max(stands_for_chars, ledger.chars)
@@ -89,44 +101,28 @@ def ledger_text(
     )
     if title is not None:
         head = f"[{title}"
+    if bare:
+        head = ""
+        # under a header of its own (a summary), bounded by the room its caller gives it and
+        # by what it stands for; the caller keeps the whole smaller than what it replaces
+        bound = min(max_chars, stands_for_chars)
     room = bound - len(head) - 1
-    recall = _recall(ledger.refs)
+    recall = "" if bare else _recall(ledger.refs)
 
-    # Only a statement of the ledger can be superseded: with none, the later messages need not
-    # be read (reading them is the costly part of a note).
-    later_sentences = [s.text for text in later for s in statements(text)] if ledger.said else []
-    sentences = Sentences()
-    said = [
-        s
-        for s in ledger.said
-        if not any(sentences.supersedes(newer, s.text) for newer in later_sentences)
-    ]
-    # The person's words by priority (rules, facts, goals), newest first within each; once one
-    # does not fit, nothing of lower priority takes its room.
+    said = _current(ledger, later)
+    # The person's words by priority (rules, facts, goals), newest first within each; one that
+    # does not fit is left out whole and its room goes to the next that does.
     said_head = "\nThe person said (verbatim, latest values):"
-    chosen: set[int] = set()
-    said_room = room - len(said_head)
-    full = False
-    for kind in ("rule", "fact", "goal"):
-        for index in range(len(said) - 1, -1, -1):
-            if said[index].kind != kind:
-                continue
-            cost = len(said[index].text) + 3
-            if cost <= said_room:
-                chosen.add(index)
-                said_room -= cost
-            else:
-                full = True
-                break
-        if full:
-            break
-    said_lines = [said[i].text for i in sorted(chosen)]
+    chosen = choose([(s.kind, len(s.text) + 3) for s in said], room - len(said_head))
+    said_lines = [said[i].text for i in chosen]
     said_text = ""
     if said_lines:
         said_text = said_head + "".join("\n- " + line for line in said_lines)
         room -= len(said_text)
 
     if said_only:
+        if bare:
+            return said_text.lstrip("\n")
         return head + said_text + "]" if said_text else ""
     sections: dict[str, str] = {}
     # (title, items newest first, separator), in the order they give way: first listed is kept.
@@ -146,7 +142,15 @@ def ledger_text(
         ("Files read", [f for f in reversed(ledger.files) if f not in ledger.edited], ", "),
         ("Earlier commands", commands[1:], "; "),
     ]
+    # A tiny note is not worth a range longer than what it names.
+    if recall and stands_for_chars < 2 * len(recall):
+        recall = ""
+    reserved = False
     for title, items, sep in plan:
+        if title == "Files read" and recall and room >= len(recall) + 1:
+            # the way back to everything comes before the lists of what was only read or run
+            room -= len(recall) + 1
+            reserved = True
         text, room = _section(title, items, room, sep)
         if text:
             sections[title] = text
@@ -160,18 +164,50 @@ def ledger_text(
         "Earlier commands",
         "Open todos",
     )
-    # The recall range goes last: it is in meta in full whatever the text shows, and a tiny
-    # note is not worth a range longer than what it names.
-    if recall and (room < len(recall) + 1 or stands_for_chars < 2 * len(recall)):
+    # The recall range is shown last (it is in meta in full whatever the text shows), with the
+    # room kept for it before files read and earlier commands.
+    if recall and not reserved and room < len(recall) + 1:
         recall = ""
     # One line of facts after the opening count (as notes always read); the person's words,
     # when there are any, one sentence a line between them.
     rest = " ".join([*(sections[t] for t in order if t in sections), *([recall] if recall else [])])
+    if bare:
+        return (said_text + ("\n" + rest if rest else "")).strip()
     if said_text:
         text = head + said_text + ("\n" + rest if rest else "")
     else:
         text = head + (" " + rest if rest else "")
     return text.rstrip() + "]"
+
+
+def _current(ledger: Ledger, later: Sequence[str]) -> list[Statement]:
+    """The ledger's statements that no person's message in ``later`` supersedes."""
+    # Only a statement of the ledger can be superseded: with none, the later messages need not
+    # be read (reading them is the costly part of a note).
+    if not ledger.said or not later:
+        return list(ledger.said)
+    later_sentences = [s.text for text in later for s in statements(text)]
+    sentences = Sentences()
+    return [
+        s
+        for s in ledger.said
+        if not any(sentences.supersedes(newer, s.text) for newer in later_sentences)
+    ]
+
+
+def choose(items: Sequence[tuple[str, int]], room: int) -> list[int]:
+    """Which of ``items`` (kind, cost), oldest first, fit ``room``: by priority (rules, facts,
+    goals), newest first within a kind, each whole or not at all; answered in the order shown
+    (by priority, oldest first within a kind)."""
+    chosen: list[int] = []
+    for kind in sorted(PRIORITY, key=PRIORITY.__getitem__, reverse=True):
+        picked = []
+        for index in range(len(items) - 1, -1, -1):
+            if items[index][0] == kind and items[index][1] <= room:
+                picked.append(index)
+                room -= items[index][1]
+        chosen.extend(reversed(picked))
+    return chosen
 
 
 def _section(title: str, items: Sequence[str], room: int, sep: str) -> tuple[str, int]:

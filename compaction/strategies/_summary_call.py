@@ -18,7 +18,7 @@ from .. import events
 from .._log import log
 from .._text import plural
 from ..memory.ledger import ledger_of
-from ..memory.transcript import mark, provenance
+from ..memory.transcript import is_person_written, mark, provenance
 from ..messages import Message
 from ..strategy import current_labels
 from ..summarizers.base import (
@@ -30,10 +30,29 @@ from ..summarizers.base import (
 )
 from ..summarizers.deadline import await_with_deadline, call_with_deadline, in_daemon_thread
 from ..tokens import TokenCounter
-from ._summary_plan import _Round
+from ._summary_plan import LEDGER_REGION, _Round
+from ._summary_text import compose, summariser_view
 
 #: A recall source: the original message a recall id names, or None (``Session.recall``).
 Recall = Callable[[str], "Message | None"]
+
+
+def _region(plan: _Round) -> str:
+    """The region a summary is recorded under: a note or summary written again keeps its own."""
+    if plan.region != LEDGER_REGION:
+        return plan.region
+    record = provenance(plan.replaced[0]) or {}
+    region = record.get("region")
+    return region if isinstance(region, str) else "history_summaries"
+
+
+class NotSmaller(SummarizerError):
+    """A summary no smaller than what it would replace: the layer declines (quietly: that is
+    a normal outcome, not a failure of the summariser)."""
+
+
+#: How a ledger's lines of the person's words open (see ``compaction.memory.note``).
+_SAID = "The person said"
 #: The kinds of rewritten message summarised from their original when it can be recalled.
 _RECALLED = frozenset({"placeholder", "truncated"})
 
@@ -49,45 +68,50 @@ class _SummaryCalls:
     timeout: float | None
     recall: Recall | None
 
+    def _expected(self, tokens: int) -> int:  # the planner's (``_RoundPlanner``)
+        raise NotImplementedError
+
     @property
     def summarizer_name(self) -> str:
         return summarizer_name(self.summarizer)
 
-    def _summary_message(self, plan: _Round, answer: Any, counter: TokenCounter) -> Message:
+    def _summary_message(
+        self, plan: _Round, answer: Any, counter: TokenCounter, *, own: bool = False
+    ) -> Message:
         if not isinstance(answer, str):
             raise SummarizerError(
                 f"summariser {self.summarizer_name} answered {type(answer).__name__}, not text"
             )
         text = answer.strip()
-        if not text:
+        if not text and not own:
             raise SummarizerError(f"summariser {self.summarizer_name} answered empty text")
         replaced = plan.replaced
         # Counted as the summariser was shown them (notes and summaries as what they stand
         # for), so the header agrees with what the summary says it covers.
         count = sum(stands_for(m) for m in replaced)
-        # The same running ledger the other layers keep rides in ``meta``, so the next layer
-        # that removes this summary carries it forward and shows it (what the person said,
-        # verbatim, included). Not in the text: a summariser that reads this summary again
-        # would extract it once more, and combined summaries would grow instead of shrink.
+        # The same running ledger the other layers keep is written into the text, before the
+        # summariser's prose and within the room the budget leaves (see ``_summary_text``):
+        # the model reads the person's words verbatim whatever the summariser made of them.
         ledger = ledger_of(replaced)
-        header = f"[Summary of {plural(count, 'earlier message')}]\n{text}"
+        header = f"[Summary of {plural(count, 'earlier message')}]"
         before = counter.count_messages(replaced)
-        for content in (header,):
-            summary = mark(
-                Message("user", content),
-                strategy=self.name,
-                kind="summary",
-                replaces=replaced,
-                summarizer=self.summarizer_name,
-                region=plan.region,
-                stands_for=count,
-                facts=ledger.record(),
-            )
-            after = counter.count(summary)
-            if after < before:
-                break
+        room = plan.room(counter, before, self._expected(before))
+        later = [m.content for m in plan.messages[plan.end :] if is_person_written(m)]
+        composed = compose(header, ledger, text, room, counter, later=later)
+        summary = mark(
+            Message("user", composed.content),
+            strategy=self.name,
+            kind="summary",
+            replaces=replaced,
+            summarizer=self.summarizer_name,
+            region=_region(plan),
+            stands_for=count,
+            facts=ledger.record(),
+            prose_at=composed.prose_at,
+        )
+        after = counter.count(summary)
         if after >= before:
-            raise SummarizerError(
+            raise NotSmaller(
                 f"summary ({after} tokens) is not smaller than the "
                 f"{plural(len(replaced), 'message')} it would replace ({before} tokens)"
             )
@@ -120,7 +144,15 @@ class _SummaryCalls:
             error=error,
             labels=labels,
         )
-        if error is not None:
+        if isinstance(error, NotSmaller):
+            # A layer declining is a normal outcome, not a failure: at debug, never a warning.
+            log.debug(
+                "summary.declined",
+                summarizer=self.summarizer_name,
+                reason=str(error),
+                labels=dict(labels),
+            )
+        elif error is not None:
             log.warning(
                 "summary.failed",
                 summarizer=self.summarizer_name,
@@ -144,7 +176,7 @@ class _SummaryCalls:
         original it stands for, when ``recall`` has it (a failing lookup keeps what is there:
         a summary of a placeholder beats no summary)."""
         if self.recall is None:
-            return list(replaced)
+            return [summariser_view(m) for m in replaced]
         out: list[Message] = []
         for message in replaced:
             record = provenance(message)
@@ -158,12 +190,29 @@ class _SummaryCalls:
                     found = None
                 if isinstance(found, Message):
                     original = found
-            out.append(original if original is not None else message)
+            out.append(original if original is not None else summariser_view(message))
         return out
+
+    def _rewritten(self, plan: _Round, counter: TokenCounter) -> tuple[Message | None, Any]:
+        """A lone note or summary written again in less room: its ledger and its own prose,
+        no summariser call (there is nothing new to summarise)."""
+        view = summariser_view(plan.replaced[0]).content
+        prose = view.split("\n", 1)[1] if "\n" in view else ""
+        try:
+            summary = self._summary_message(plan, prose, counter, own=True)
+            if _SAID not in summary.content and _SAID in plan.replaced[0].content:
+                # no room left for a line of the person's: a cut elsewhere serves them better
+                raise NotSmaller("no room for the person's words in the ledger written again")
+            return summary, None
+        except SummarizerError as exc:
+            log.debug("summary.declined", reason=str(exc), labels=dict(current_labels()))
+            return None, exc
 
     def _round_sync(
         self, plan: _Round, counter: TokenCounter
     ) -> tuple[Message | None, BaseException | None]:
+        if plan.region == LEDGER_REGION:
+            return self._rewritten(plan, counter)
         transcript = render_transcript(self._source(plan.replaced))
         started = time.monotonic()
         answer: Any = None
@@ -206,6 +255,8 @@ class _SummaryCalls:
     async def _round_async(
         self, plan: _Round, counter: TokenCounter
     ) -> tuple[Message | None, BaseException | None]:
+        if plan.region == LEDGER_REGION:
+            return self._rewritten(plan, counter)
         transcript = render_transcript(self._source(plan.replaced))
         started = time.monotonic()
         answer: Any = None

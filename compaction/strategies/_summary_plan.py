@@ -8,14 +8,18 @@ mixes ``_RoundPlanner`` in; it is not a strategy of its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import attrs
 
-from ..memory.transcript import Group, Transcript, parse
+from ..memory.note import choose as _choose
+from ..memory.transcript import Group, Transcript, is_note, is_person_written, parse, provenance
+from ..memory.words import PRIORITY, Statement, statements
 from ..messages import Message
 from ..tokens import TokenCounter
 
+#: The region of a round that writes one note's or summary's ledger again, in less room.
+LEDGER_REGION = "ledger"
 #: Tokens a summary costs whatever it summarises (its header and section titles).
 _SUMMARY_OVERHEAD = 32
 
@@ -28,10 +32,24 @@ class _Round:
     start: int
     end: int
     messages: tuple[Message, ...]
+    #: Where the run aims: what the summary may take is what the rest leaves of it.
+    target: int = 0
 
     @property
     def replaced(self) -> tuple[Message, ...]:
         return self.messages[self.start : self.end]
+
+    def room(self, counter: TokenCounter, replaced: int, expected: int) -> int:
+        """What the summary may count: what the target leaves beside the messages that stay
+        (so the round ends at target, its budget used), or, when that leaves less than a
+        summary's bare frame (this round alone cannot reach target: later rounds combine),
+        the expected size; never as much as what it replaces (``replaced``)."""
+        aim = self.target - (counter.count_messages(self.messages) - replaced)
+        if self.region == LEDGER_REGION:  # written again only to fit: never past the target
+            return min(aim, replaced - 1)
+        if aim < min(expected, 2 * _SUMMARY_OVERHEAD):
+            aim = expected
+        return min(aim, replaced - 1)
 
     def apply(self, summary: Message) -> tuple[Message, ...]:
         return (*self.messages[: self.start], summary, *self.messages[self.end :])
@@ -68,26 +86,54 @@ class _RoundPlanner:
         given up, or already under target).
 
         The person's newest words are protected (their share of the target) like everywhere
-        else; only when they split the history into stretches none of which is worth a call,
-        so the rounds would stop over target, is the round planned without them: their
-        statements then ride in the summary's ledger, verbatim."""
+        else; the round is planned without them when they split the history into stretches
+        none of which is worth a call (the rounds would stop over target), or when the
+        summary of the longer stretch would show more of the person's statements (theirs
+        and the older ones its ledger writes verbatim, within the room the target leaves):
+        their statements then ride in the summary's ledger, verbatim."""
         counts = [counter.count(m) for m in messages]
         over = sum(counts) - target
         if over <= 0:
             return None
-        words = parse(messages, counter=counter, target=target)
-        plan = self._plan_on(words, messages, counts, over)
-        if plan is None and words.words:
+        words = _said_words(parse(messages, counter=counter, target=target))
+        plan = self._plan_on(words, messages, counts, over, target)
+        if words.words:
             # The same conversation read without the words' share (what ``parse`` without a
             # target gives): when the words protected nothing the task, the newest request and
             # the pinned groups do not, it plans exactly the same, and is not planned again.
             plain = attrs.evolve(words, words=frozenset())
             if plain.protected != words.protected:
-                plan = self._plan_on(plain, messages, counts, over)
+                other = self._plan_on(plain, messages, counts, over, target)
+                if plan is None or (
+                    other is not None
+                    and self._shows(other, counts, counter) > self._shows(plan, counts, counter)
+                ):
+                    plan = other
         return plan
 
+    def _shows(self, plan: _Round, counts: Sequence[int], counter: TokenCounter) -> int:
+        """About how many of the person's statements the conversation would show after
+        ``plan``: those in the messages that stay, and those of the replaced stretch that its
+        ledger has room for (each whole, by priority; supersession aside)."""
+        kept = 0
+        said: list[tuple[str, int]] = []
+        for index, message in enumerate(plan.messages):
+            found = _said(message)
+            if plan.start <= index < plan.end:
+                said.extend((s.kind, counter.count_text(s.text) + 1) for s in found)
+            else:
+                kept += len(found)
+        replaced = sum(counts[plan.start : plan.end])
+        room = plan.room(counter, replaced, self._expected(replaced)) - 2 * _SUMMARY_OVERHEAD
+        return kept + len(_choose(said, room))
+
     def _plan_on(
-        self, t: Transcript, messages: tuple[Message, ...], counts: list[int], over: int
+        self,
+        t: Transcript,
+        messages: tuple[Message, ...],
+        counts: list[int],
+        over: int,
+        target: int,
     ) -> _Round | None:
         # Without a task anchor everything is history, but the newest steps are still what the
         # model acts on next: they stay, as they would in the current task.
@@ -146,7 +192,16 @@ class _RoundPlanner:
             if sum(counts[start:end]) < self.min_tokens:
                 continue
             n = self._shortest(runs, counts, over, least)
-            return _Round(region, start, runs[n - 1][-1].end, messages)
+            return _Round(region, start, runs[n - 1][-1].end, messages, target)
+        # Nothing left to summarise but one note or summary of ours: its ledger is written
+        # again in the room the target leaves (no summariser call), rather than cut in its
+        # middle by a last resort that does not know which of its lines are the person's.
+        notes = [p[0] for p in pieces if p and p[0].kind == "note"]
+        notes += [g for g in t.current if g.kind == "note" and g.start not in kept]
+        notes = [g for g in notes if _said(messages[g.start])]  # only for the person's words
+        if notes:
+            lone = max(notes, key=lambda g: sum(counts[g.start : g.end]))
+            return _Round(LEDGER_REGION, lone.start, lone.end, messages, target)
         return None
 
     def _current_pieces(self, t: Transcript) -> list[list[Group]]:
@@ -178,6 +233,35 @@ class _RoundPlanner:
             if sum(counts[run[0][0].start : run[-1][-1].end]) >= self.min_tokens:
                 return run
         return []
+
+
+def _said(message: Message) -> list[Statement]:
+    """The person's statements ``message`` carries: its own, or the ledger a note of ours
+    records."""
+    if is_person_written(message):
+        return statements(message.content)
+    record = provenance(message) if is_note(message) else None
+    facts = record.get("facts") if record is not None else None
+    said = facts.get("said") if isinstance(facts, Mapping) else None
+    if not isinstance(said, (list, tuple)):
+        return []
+    return [
+        Statement(item[0], str(item[1]))
+        for item in said
+        if isinstance(item, (list, tuple)) and len(item) == 2 and item[0] in PRIORITY
+    ]
+
+
+def _said_words(t: Transcript) -> Transcript:
+    """``t`` with the words' share protecting only the person's messages that say something
+    (a statement the ledger would carry: an instruction, a value, a goal). A summary writes
+    the person's statements verbatim into its text; a message of theirs that holds none
+    ("ok", "let us keep going") spends room that their older rules would use, so it gives
+    way first, as filler does in the ledger."""
+    if not t.words:
+        return t
+    keep = frozenset(i for i in t.words if statements(t.messages[t.groups[i].start].content))
+    return t if keep == t.words else attrs.evolve(t, words=keep)
 
 
 def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:

@@ -61,6 +61,11 @@ class WindowNotes:
         )
         self._ledger = Ledger()
         self._upto = 0  # chunks folded into ``_ledger``
+        # The ledger's cap is in characters and the target in the counter's units: read how
+        # many characters this counter takes a unit on what may go (4 for a tokenizer, 1 for
+        # a character budget), so the cap scales with the budget either way.
+        tokens = sum(chunk.tokens for chunk in chunks)
+        self.chars_per_token = sum(chunk.chars for chunk in chunks) / tokens if tokens else 4.0
 
     def _replaced(self, chunks: Sequence[Chunk]) -> list[Message]:
         msgs = self.transcript.messages
@@ -110,7 +115,7 @@ class WindowNotes:
             ledger,
             chars,
             messages=len(refs),
-            max_chars=ledger_cap(self.target),
+            max_chars=ledger_cap(self.target, self.chars_per_token),
             later=later,
             show_task=True,  # set only when the task itself went, now or earlier
         )

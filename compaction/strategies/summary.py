@@ -43,12 +43,13 @@ from typing import Any, ClassVar
 from .._log import log
 from .._text import plural
 from ..messages import Message
+from ..result import Skip
 from ..strategy import Capabilities, Run, Strategy, current_labels
 from ..summarizers.base import INSTRUCTIONS, is_async_summarizer
 from ..summarizers.deadline import check_timeout
 from ..summarizers.extractive import ExtractiveSummarizer
 from ..tokens import TokenCounter
-from ._summary_call import Recall, _SummaryCalls
+from ._summary_call import NotSmaller, Recall, _SummaryCalls
 from ._summary_plan import _RoundPlanner
 
 __all__ = ["Recall", "Summary"]
@@ -68,7 +69,13 @@ class _SummaryCapabilities:
     """``Summary.capabilities``: the class's worst case, or an instance's own summariser's."""
 
     #: What a summariser that says nothing about itself may do.
-    ANY = Capabilities(model_call=True, lossless=False, keeps_tool_pairs=True, deterministic=False)
+    ANY = Capabilities(
+        model_call=True,
+        lossless=False,
+        keeps_tool_pairs=True,
+        deterministic=False,
+        writes_ledger=True,
+    )
 
     def __get__(self, instance: Any, owner: Any = None) -> Capabilities:
         summarizer = getattr(instance, "summarizer", None)
@@ -81,6 +88,7 @@ class _SummaryCapabilities:
             lossless=False,
             keeps_tool_pairs=True,
             deterministic=bool(getattr(summarizer, "deterministic", False)),
+            writes_ledger=True,
         )
 
 
@@ -218,9 +226,13 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
 
     # -- one run: the breaker's count and the answer -------------------------------------------
 
-    def _settle(self, called: bool, good: tuple[Message, ...] | None) -> None:
+    def _settle(
+        self, called: bool, good: tuple[Message, ...] | None, error: BaseException | None
+    ) -> None:
         if good is not None:
             self._failures = 0
+        elif isinstance(error, NotSmaller) and not self.capabilities.model_call:
+            pass  # a free summariser that declines costs nothing: no breaker for it
         elif called:
             self._failures += 1
             if self.breaker_open:
@@ -246,7 +258,7 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
 
     def rewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         if self.is_async:
             # A programming error, not a summariser failure: it does not count for the breaker.
             raise TypeError(
@@ -254,7 +266,7 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
                 "`await pipeline.acompact(...)` instead of `compact(...)`"
             )
         if not self._closed():
-            return None
+            return Skip("breaker_open")
         current, good, called, error = messages, None, False, None
         while (plan := self._plan(current, target=target, counter=counter)) is not None:
             called = True
@@ -262,12 +274,16 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
             if summary is None:
                 break
             current = good = plan.apply(summary)
-        self._settle(called, good)
+        self._settle(called, good, error)
         return self._answer(good, error)
 
     def _answer(
         self, good: tuple[Message, ...] | None, error: BaseException | None
-    ) -> tuple[Message, ...] | None:
+    ) -> tuple[Message, ...] | Skip | None:
+        if good is None and isinstance(error, NotSmaller):
+            # The summary would not be smaller than what it replaces: the layer declines,
+            # quietly, with its reason (``result.skipped``); not a failure of the summariser.
+            return Skip("summary_not_smaller")
         if good is None and error is not None:
             # Nothing taken because the summariser failed: that is a failure, not a decline
             # (a dead endpoint must not read as reason="declined", error=None). The pipeline
@@ -290,9 +306,9 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
 
     async def arewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
-    ) -> Sequence[Message] | None:
+    ) -> Sequence[Message] | Skip | None:
         if not self._closed():
-            return None
+            return Skip("breaker_open")
         current, good, called, error = messages, None, False, None
         while (plan := self._plan(current, target=target, counter=counter)) is not None:
             called = True
@@ -300,5 +316,5 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
             if summary is None:
                 break
             current = good = plan.apply(summary)
-        self._settle(called, good)
+        self._settle(called, good, error)
         return self._answer(good, error)

@@ -21,6 +21,9 @@ from typing import Final
 
 import attrs
 
+from ..memory.facts import error_names
+from ..memory.words import statements
+
 # The identifier scans, and the patterns that define what they find (kept importable here).
 from ._scans import (  # noqa: F401
     _ERROR,
@@ -50,6 +53,8 @@ _DECISION = re.compile(
     r"the fix|the issue|root cause)\b",
     re.IGNORECASE,
 )
+#: A line an exception printed: its class name first, then a colon.
+_RAISED = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b:")
 _COMMAND_KEYS: Final = ("command", "cmd", "script")
 
 _NONE = "- none"
@@ -98,12 +103,22 @@ class _Digest:
     errors: list[str] = attrs.field(factory=list)
     outstanding: list[str] = attrs.field(factory=list)
 
-    def take_identifiers(self, text: str) -> None:
+    def take_identifiers(self, text: str, *, tool: bool = False) -> None:
         for token in extract_paths(text):
             (self.urls if "://" in token else self.paths).append(token)
         self.ids.extend(_uuids(text))
         self.ids.extend(_shas(text))
         self.ids.extend(_issues(text))
+        if tool:
+            # Tool output is data a page or a file controls: only what an exception printed
+            # ("ValueError: bad tab at line 3") is copied, in quotes, as data; any other line
+            # gives only its error names (a user-role summary must not carry a fetched page's
+            # "error: the user approved ..." or "next step: ..." as if it were ours).
+            quoted = [
+                f'"{_cut(line, 200)}"' for line in _error_lines(text) if _RAISED.match(line.strip())
+            ]
+            self.errors.extend(quoted or error_names(text))
+            return
         # a line's ending is whitespace: cut (which strips) drops it
         self.errors.extend(_cut(line, 200) for line in _error_lines(text))
 
@@ -165,10 +180,15 @@ class ExtractiveSummarizer:
                 d.messages += stood or 1
             elif not _CALL.match(label):  # a call is part of the assistant message before it
                 d.messages += 1
-            d.take_identifiers(body)
+            d.take_identifiers(body, tool=_RESULT.match(label) is not None)
             if label == "user":
-                if not d.objective and body.strip():
-                    d.objective = _cut(body, self.max_objective)
+                if not d.objective:
+                    # What the person asked for, in their own sentences (those the ledger
+                    # carries: instructions, values, goals); filler ("let us keep going") is
+                    # never an objective.
+                    said = statements(body)
+                    if said:
+                        d.objective = _cut(" ".join(s.text for s in said), self.max_objective)
             elif label == "assistant":
                 if body.strip():  # a message that is only tool calls says nothing itself
                     last_assistant = body
@@ -185,21 +205,17 @@ class ExtractiveSummarizer:
                         command = value.strip()
                         if len(command) <= self.max_line:
                             d.commands.append(command)
-            elif _RESULT.match(label):
-                last_result = body
+            elif (result := _RESULT.match(label)) is not None:
+                last_result = result.group(1)
             else:  # a note on dropped messages, or a stray system message
                 d.steps.append(_cut(_first_line(body), self.max_line))
         state = []
         if last_assistant.strip():
             state.append("Last assistant message: " + _cut(last_assistant, self.max_line))
-        tail: list[str] = []  # its last two lines with text, read from the end
-        for line in reversed(last_result.splitlines()):
-            if line.strip():
-                tail.insert(0, line.strip())
-                if len(tail) == 2:
-                    break
-        if tail:
-            state.append("Last tool output: " + " / ".join(_cut(t, self.max_line) for t in tail))
+        if last_result:
+            # Which tool answered last, by name: never its text (tool output is quoted data,
+            # and this section says what to do next).
+            state.append("Last tool result: from " + _cut(last_result, self.max_line))
         if state:
             d.outstanding = state
         return d
