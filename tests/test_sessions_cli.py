@@ -115,7 +115,7 @@ def test_a_forked_child_leaves_the_parent_s_connection_alone(postgres_url: str) 
         """
         import os, sys
         from compaction.sessions import SessionStore
-        store = SessionStore.from_url(sys.argv[1])
+        store = SessionStore.from_url(sys.argv[1], max_size=1)  # one connection: the same
         session = store.open("forked")
         session.add_user("before")
         pid = lambda: store.backend._db.run(

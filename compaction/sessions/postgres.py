@@ -53,10 +53,13 @@ T = TypeVar("T")
 class PostgresBackend(Backend):
     """Sessions in a PostgreSQL database (``url``: a libpq URL, ``postgresql://…``).
 
-    ``max_size`` bounds the connections kept per process (``min_size`` is accepted for
-    compatibility: connections are made when first needed); ``retry_seconds`` bounds how long
-    a call keeps retrying while the server is unreachable, connecting included;
-    ``connect_timeout`` bounds one connection attempt.
+    ``max_size`` bounds the connections kept per process and ``min_size`` how many are kept
+    open once the first call has opened the pool (psycopg_pool; see pgpool.py); ``max_idle``
+    closes connections beyond ``min_size`` left unused that long. ``retry_seconds`` bounds a
+    whole call: connecting, waiting for a free connection, retrying while the server is
+    unreachable, and a call the server stops answering (cut off then); ``connect_timeout``
+    bounds one connection attempt. ``on_retry``, when given, is called with a one-line notice
+    (what failed, and for how long it is retried) the first time a call retries.
     """
 
     #: The largest value stored in one field (PostgreSQL's limit is 1 GB).
@@ -70,6 +73,8 @@ class PostgresBackend(Backend):
         max_size: int = 8,
         retry_seconds: float = 30.0,
         connect_timeout: float = 10.0,
+        max_idle: float = 60.0,
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
         self._db = Connections(
             url,
@@ -77,6 +82,8 @@ class PostgresBackend(Backend):
             max_size=max_size,
             retry_seconds=retry_seconds,
             connect_timeout=connect_timeout,
+            max_idle=max_idle,
+            on_retry=on_retry,
         )
         self.url = url
         self.location = self._db.location
