@@ -17,11 +17,20 @@ __all__ = ["run"]
 def _store(args: Any) -> Any:
     """The store ``--store`` names (a directory, ``file:///dir`` or ``postgresql://…``), else
     ``$COMPACTION_SESSIONS_URL``, else ``$COMPACTION_SESSIONS_DIR``, else the default."""
-    from ..sessions import SessionStore
+    import os
 
+    from ..sessions import URL_ENV_VAR, SessionStore
+
+    url = args.store if args.store is not None else os.environ.get(URL_ENV_VAR) or None
+    options: dict[str, Any] = {}
+    if url is not None and url.split("://", 1)[0].lower() in ("postgresql", "postgres"):
+        # Said at the first retry, so a wrong port or a server that is down is not silence.
+        options["on_retry"] = lambda notice: say(f"compaction: {notice}", sys.stderr)
+        if getattr(args, "retry_seconds", None) is not None:
+            options["retry_seconds"] = args.retry_seconds
     try:
         # "--store ''" is a mistake (an unset variable, say), never a request for the default.
-        return SessionStore.from_url(args.store) if args.store is not None else SessionStore()
+        return SessionStore.from_url(url, **options) if url is not None else SessionStore()
     except (ValueError, TypeError, ImportError) as exc:
         raise CliError(f"--store: {exc}") from None
 
@@ -118,6 +127,13 @@ def _export(store: Any, name: str, path: str) -> str:
 
 def run(args: Any) -> int:
     store = _store(args)
+    try:
+        return _run(args, store)
+    finally:
+        store.close()  # a database store's connections and pool threads end with the command
+
+
+def _run(args: Any, store: Any) -> int:
     action = args.action
     if action == "list":
         return _list(args, store)

@@ -189,6 +189,10 @@ def text(value: Any, what: str = "a value", limit: int = MAX_VALUE_BYTES) -> str
     return data.decode("utf-8").rstrip("\n")
 
 
+# How long the first attempt of a call may take at least, whatever retry_seconds says.
+_FIRST_ATTEMPT: Final = 5.0
+
+
 class Connections:
     """This process's connections to ``url`` (see pgpool.py), and calls run with retries."""
 
@@ -239,12 +243,15 @@ class Connections:
         until ``retry_seconds`` after the call began (connecting included, and a call still
         running then is cut off); any other failure is raised at once as [`StoreError`][],
         naming PostgreSQL's reason."""
-        deadline = time.monotonic() + self.retry_seconds
+        began = time.monotonic()
+        deadline = began + self.retry_seconds
+        # The first attempt always has a chance (retry_seconds=0: one attempt, no retry).
+        first = max(deadline, began + min(self.connect_timeout, _FIRST_ATTEMPT))
         delay = 0.05
         retried = False
         while True:
             try:
-                with self._pool.connection(deadline) as conn:
+                with self._pool.connection(first if not retried else deadline) as conn:
                     if not self._schema_checked:
                         self._ensure_schema(conn)
                     return work(conn)

@@ -7,9 +7,9 @@ configured away here:
 
 - **A failure the server answered is final at once.** The workers only *log* why a
   connection failed, so a caller would wait its whole budget for a wrong password and then
-  read "couldn't get a connection". Here a failed connection whose cause a retry cannot change
-  (see [`is_transient`][]) is handed to every waiting caller as their error, and the last
-  cause of any failure names a timeout.
+  read "couldn't get a connection". Here a failed connection attempt is handed to every
+  waiting caller as their error: one a retry cannot change (see [`is_transient`][]) is final
+  at once, and the caller retries any other itself, saying so.
 - **Bounded waits.** A caller waits for a connection at most until its own deadline; every
   connection carries TCP keepalives and ``tcp_user_timeout`` (a partition is noticed by the
   kernel), and a watchdog shuts the socket of a call still running at its deadline (a frozen
@@ -219,15 +219,15 @@ class _Pool(ConnectionPool[psycopg.Connection[Any]]):
             conn = super()._connect(timeout)
         except Exception as exc:
             self.last_error = exc
-            if not is_transient(exc):
-                self._fail_waiting(exc)
+            self._fail_waiting(exc)
             raise
         self.last_error = None
         return conn
 
     def _fail_waiting(self, exc: Exception) -> None:
-        # The callers waiting for a connection get the server's answer now, instead of a
-        # timeout at their deadline.
+        # The callers waiting for a connection get the failure now, instead of a timeout at
+        # their deadline: a final one is final at once, and a passing one is retried by the
+        # caller (pgconn.py), saying so, while its deadline lasts.
         waiting = getattr(self, "_waiting", None)
         if waiting is None:  # a psycopg_pool without it: callers see it at their deadline
             return
@@ -351,4 +351,5 @@ class Pool:
         """Close this process's connections (a forked child's parent's are left alone)."""
         pool = self._pools.pop(os.getpid(), None)
         if pool is not None:
-            pool.close()
+            # Workers still in a connection attempt are not waited for beyond a second.
+            pool.close(timeout=1.0)
