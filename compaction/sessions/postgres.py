@@ -189,13 +189,7 @@ class PostgresBackend(Backend):
                     for e in entries
                 ]
                 try:
-                    with conn.cursor() as cur:
-                        cur.executemany(
-                            "INSERT INTO compaction_messages"
-                            " (session, seq, ts, msg_key, batch, body)"
-                            " VALUES (%s, %s, %s, %s, %s, %s)",
-                            rows,
-                        )
+                    pgrows.insert_messages(conn, rows)
                 except psycopg.errors.UniqueViolation:
                     raise ValueError(
                         f"a message id in this batch is already in session {name!r}: ids name "
