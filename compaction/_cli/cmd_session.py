@@ -79,6 +79,8 @@ def _list(args: Any, store: Any) -> int:
 def _show(args: Any, store: Any) -> int:
     session = store.open(args.name, create=False)
     entries = session.entries
+    stored = session.backend.read_document(session.name, "view")
+    view = session.view() if stored is not None else None
     if args.last:
         entries = entries[-args.last :]
     if args.json:
@@ -91,6 +93,7 @@ def _show(args: Any, store: Any) -> int:
                     {"seq": e.seq, "ts": _stamp(e.timestamp), "message": encode_message(e.message)}
                     for e in entries
                 ],
+                "view": None if view is None else [encode_message(m) for m in view],
             }
         )
         return EXIT_OK
@@ -102,6 +105,11 @@ def _show(args: Any, store: Any) -> int:
     for e in entries:
         m = e.message
         say(f"[{e.seq}] {_stamp(e.timestamp)} {m.role}: {' '.join(_text(m).split())}", sys.stdout)
+    if view is not None:
+        # What an agent resuming the session sends: shown, since it is not the history.
+        say(f"stored view (what the agent is sent), {len(view)} messages:", sys.stdout)
+        for m in view:
+            say(f"  {m.role}: {' '.join(_text(m).split())}", sys.stdout)
     return EXIT_OK
 
 
