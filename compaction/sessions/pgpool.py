@@ -104,6 +104,11 @@ def is_transient(exc: BaseException) -> bool:
     state = exc.sqlstate
     if state is not None:
         return state.startswith("08") or state in _TRANSIENT_STATES
+    if isinstance(exc, psycopg.InternalError):
+        # psycopg's own protocol surprise (no SQLSTATE): a reply cut short or doubled by a
+        # connection lost mid-command, behind a pooler say. The connection is dropped, and
+        # every write is safe to retry (its token is checked first).
+        return True
     if not isinstance(exc, psycopg.OperationalError):
         return False
     text = str(exc)
@@ -337,6 +342,11 @@ class Pool:
         token = watchdog.arm(conn, deadline)
         try:
             yield conn
+        except psycopg.Error as exc:
+            if is_transient(exc):  # whatever state it is in, it is not handed out again
+                with contextlib.suppress(Exception):
+                    conn.close()
+            raise
         finally:
             watchdog.disarm(token)
             with contextlib.suppress(Exception):
