@@ -4,8 +4,8 @@ Two runs on one session (two workers that took the same message, a client retryi
 the first run still goes) would both take the newest prompt as theirs: a paid tool would run
 twice, and two calls with one id would wedge the history for every later run. So a run on a
 persistent session first takes the session's turn lease, kept in the store (see
-[`compaction.sessions.lease`][]) so that runs in other processes and on other hosts see it;
-a run that finds it held by another is refused with [`TurnHeldError`][] before it touches
+`compaction.sessions.lease`) so that runs in other processes and on other hosts see it;
+a run that finds it held by another is refused with `TurnHeldError` before it touches
 the history. The lease is renewed while the run goes on and given back when it ends; a run
 that died stops renewing, and its lease lapses after ``LEASE_SECONDS`` (at once when it ran
 on the same host), when a retry may finish its turn.

@@ -185,7 +185,7 @@ class FileLock:
 
     Deleting a lock file while another process waits on it is how two processes end up
     "holding" the same lock (the waiter locks the deleted file, a newcomer a new one). So the
-    file is deleted only by its holder ([`unlink`][]), and a lock taken counts only once the
+    file is deleted only by its holder (`unlink`), and a lock taken counts only once the
     path still names the very file locked; otherwise it is taken again on the new file.
     """
 

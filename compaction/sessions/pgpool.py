@@ -8,7 +8,7 @@ configured away here:
 - **A failure the server answered is final at once.** The workers only *log* why a
   connection failed, so a caller would wait its whole budget for a wrong password and then
   read "couldn't get a connection". Here a failed connection attempt is handed to every
-  waiting caller as their error: one a retry cannot change (see [`is_transient`][]) is final
+  waiting caller as their error: one a retry cannot change (see `is_transient`) is final
   at once, and the caller retries any other itself, saying so.
 - **Bounded waits.** A caller waits for a connection at most until its own deadline; every
   connection carries TCP keepalives and ``tcp_user_timeout`` (a partition is noticed by the

@@ -98,7 +98,7 @@ class Session:
 
     def take_turn(self, holder: str, seconds: float) -> dict[str, Any] | None:
         """Take (or renew) the turn lease for ``holder``; None when taken, else the live lease
-        another run holds (see [`compaction.sessions.lease`][])."""
+        another run holds (see `compaction.sessions.lease`)."""
         return lease.take(self, holder, seconds)
 
     def release_turn(self, holder: str) -> None:
