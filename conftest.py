@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.postgres_server import PostgresServer, unavailable
+from tests.postgres_server import PgBouncer, PostgresServer, pgbouncer_unavailable, unavailable
 
 _databases = itertools.count()
 
@@ -47,11 +47,36 @@ def postgres_url(postgres_server: PostgresServer) -> str:
     return postgres_server.url.rsplit("/", 1)[0] + f"/{name}"
 
 
-@pytest.fixture(params=["file", "postgres"])
+@pytest.fixture(scope="session")
+def pgbouncer(postgres_server: PostgresServer) -> Iterator[PgBouncer]:
+    """PgBouncer in transaction pooling mode in front of the test server (started once)."""
+    reason = pgbouncer_unavailable()
+    if reason is not None:
+        pytest.skip(f"no PgBouncer for the transaction-pooling tests: {reason}")
+    bouncer = PgBouncer(postgres_server)
+    try:
+        bouncer.start()
+    except Exception as exc:  # a pooler that will not start is an environment problem
+        bouncer.stop()
+        pytest.skip(f"could not start PgBouncer: {exc}")
+    yield bouncer
+    bouncer.stop()
+
+
+@pytest.fixture
+def pgbouncer_url(pgbouncer: PgBouncer, postgres_url: str) -> str:
+    """A fresh, empty database on the test server, reached through PgBouncer."""
+    return pgbouncer.url_for(postgres_url)
+
+
+@pytest.fixture(params=["file", "postgres", "pgbouncer"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A store URL for each backend: a directory, then a fresh PostgreSQL database."""
+    """A store URL for each backend: a directory, a fresh PostgreSQL database, and one
+    reached through PgBouncer in transaction pooling mode."""
     if request.param == "file":
         return str(tmp_path / "sessions")
+    if request.param == "pgbouncer":
+        return str(request.getfixturevalue("pgbouncer_url"))
     return str(request.getfixturevalue("postgres_url"))
 
 

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-__all__ = ["PostgresServer", "unavailable"]
+__all__ = ["PgBouncer", "PostgresServer", "pgbouncer_unavailable", "unavailable"]
 
 USER = "compaction"
 
@@ -162,3 +162,73 @@ class PostgresServer:
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.1)
+
+
+def pgbouncer_unavailable() -> str | None:
+    """Why no PgBouncer can be started here (None when one can)."""
+    if shutil.which("pgbouncer") is None and not Path("/usr/sbin/pgbouncer").is_file():
+        return "PgBouncer is not installed (apt-get install pgbouncer)"
+    return None
+
+
+class PgBouncer:
+    """PgBouncer in transaction pooling mode in front of ``server``: ``start()``, ``url``,
+    ``stop()``. Consecutive transactions of one client land on different server connections,
+    so nothing may outlive a transaction (prepared statements, session settings)."""
+
+    def __init__(self, server: PostgresServer) -> None:
+        self.server = server
+        self.base = server.base / "pgbouncer"
+        self.port = _free_port()
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"postgresql://{USER}@127.0.0.1:{self.port}/postgres"
+
+    def url_for(self, database_url: str) -> str:
+        """``database_url`` (a database on the server) through this PgBouncer."""
+        return self.url.rsplit("/", 1)[0] + "/" + database_url.rsplit("/", 1)[1]
+
+    def start(self) -> PgBouncer:
+        self.base.mkdir()
+        (self.base / "users.txt").write_text(f'"{USER}" ""\n')
+        config = self.base / "pgbouncer.ini"
+        config.write_text(
+            "[databases]\n"
+            f"* = host=127.0.0.1 port={self.server.port}\n"
+            "[pgbouncer]\n"
+            f"listen_addr = 127.0.0.1\nlisten_port = {self.port}\nunix_socket_dir =\n"
+            f"auth_type = trust\nauth_file = {self.base / 'users.txt'}\n"
+            "pool_mode = transaction\nmax_client_conn = 400\ndefault_pool_size = 20\n"
+            f"logfile = {self.base / 'pgbouncer.log'}\n"
+        )
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            for path in (self.base, *self.base.iterdir()):
+                os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
+        argv = [binary, str(config)]
+        if os.geteuid() == 0:
+            argv = [binary, "-u", "nobody", str(config)]
+        self._proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.base
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                if self._proc.poll() is not None or time.monotonic() > deadline:
+                    log = self.base / "pgbouncer.log"
+                    raise RuntimeError(
+                        "pgbouncer did not start: "
+                        + (log.read_text(errors="replace") if log.exists() else "")
+                    ) from None
+                time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            self._proc.kill()  # a throwaway pooler: nothing to wind down
+            self._proc.wait()

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from compaction.messages import Message
 from compaction.sessions import SessionFormatError, SessionStore
 from tests.test_cli import CLI, ROOT, _env, call, one_line_error
 
@@ -115,7 +116,7 @@ def test_a_forked_child_leaves_the_parent_s_connection_alone(postgres_url: str) 
         """
         import os, sys
         from compaction.sessions import SessionStore
-        store = SessionStore.from_url(sys.argv[1])
+        store = SessionStore.from_url(sys.argv[1], max_size=1)  # one connection: the same
         session = store.open("forked")
         session.add_user("before")
         pid = lambda: store.backend._db.run(
@@ -141,3 +142,32 @@ def test_a_forked_child_leaves_the_parent_s_connection_alone(postgres_url: str) 
     assert out.returncode == 0, out.stderr
     assert out.stdout == "True ['before', 'after']\n", out.stderr
     assert "store_retry" not in out.stderr
+
+
+def test_show_shows_the_stored_view_the_agent_is_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = SessionStore(tmp_path / "s")
+    session = store.open("v")
+    first = session.add_user("a long question")
+    session.add_assistant("an answer")
+    note = Message(
+        "user",
+        "Summary: a question was asked.",
+        meta={"compaction": {"kind": "summary", "replaces": [first.id]}},
+    )
+    session.set_view([note])
+    shown = call(capsys, "session", "show", "v", "--store", str(tmp_path / "s"))
+    assert shown.returncode == 0
+    assert shown.stdout.splitlines()[-3:] == [
+        "stored view (what the agent is sent), 2 messages:",
+        "  user: Summary: a question was asked.",
+        "  assistant: an answer",
+    ]
+    as_json = call(capsys, "session", "show", "v", "--json", "--store", str(tmp_path / "s"))
+    view = json.loads(as_json.stdout)["view"]
+    assert [m["content"] for m in view] == ["Summary: a question was asked.", "an answer"]
+    # without a stored view nothing more is shown
+    store.open("plain").add_user("hi")
+    plain = call(capsys, "session", "show", "plain", "--store", str(tmp_path / "s"))
+    assert "stored view" not in plain.stdout

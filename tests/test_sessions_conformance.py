@@ -53,10 +53,16 @@ def fresh(store_url: str) -> SessionStore:
 
 
 @pytest.mark.slow
+def _through_pgbouncer(request: pytest.FixtureRequest) -> bool:
+    # The heaviest tests run lighter behind PgBouncer: the same concurrency, fewer rounds
+    # (they already ran in full against the server itself).
+    return bool(request.node.callspec.params.get("store_url") == "pgbouncer")
+
+
 def test_eight_processes_append_500_each_nothing_lost_doubled_or_reordered(
-    store_url: str,
+    store_url: str, request: pytest.FixtureRequest
 ) -> None:
-    workers, count = 8, 500
+    workers, count = 8, 100 if _through_pgbouncer(request) else 500
     procs = [
         worker("append", store_url, "shared", f"w{k}", str(count), stdin=subprocess.PIPE)
         for k in range(workers)
@@ -72,7 +78,7 @@ def test_eight_processes_append_500_each_nothing_lost_doubled_or_reordered(
 
     session = fresh(store_url).open("shared", create=False)
     messages = session.messages
-    assert len(messages) == workers * count == 4_000
+    assert len(messages) == workers * count
     contents = Counter(m.content for m in messages)
     assert set(contents.values()) == {1}
     assert set(contents) == {f"w{k}:{i}" for k in range(workers) for i in range(count)}
@@ -108,11 +114,12 @@ def check_readable(store_url: str, name: str) -> Any:
 @pytest.mark.slow
 @posix_only
 def test_twenty_kill_9_of_a_writer_mid_append_lose_no_acknowledged_message(
-    store_url: str,
+    store_url: str, request: pytest.FixtureRequest
 ) -> None:
     rng = random.Random(20240517)
     acked: set[str] = set()
-    for iteration in range(20):
+    iterations = 6 if _through_pgbouncer(request) else 20
+    for iteration in range(iterations):
         proc = worker("churn", store_url, "crashy", str(iteration))
         assert proc.stdout is not None
         assert proc.stdout.readline() == "ready\n"
@@ -126,7 +133,7 @@ def test_twenty_kill_9_of_a_writer_mid_append_lose_no_acknowledged_message(
                 acked.update(line.split()[2:])
         ids = {m.id for m in session.messages}
         assert acked <= ids  # nothing a writer was told is saved is ever missing
-    assert len(acked) >= 20  # the writers did get work done between the kills
+    assert len(acked) >= iterations  # the writers did get work done between the kills
     session = fresh(store_url).open("crashy")
     session.state["final"] = True
     if session.path is not None:  # the next writer sweeps stale temporary files

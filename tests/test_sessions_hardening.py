@@ -277,3 +277,43 @@ def test_the_sessions_package_imports_in_one_direction() -> None:
     assert graph["session"].isdisjoint({"store", *backends})
     for backend in (*backends, "backend", "formatting"):
         assert graph[backend].isdisjoint({"session", "store", "mapping", "recall"}), backend
+
+
+def test_delete_leaves_no_lock_file_behind(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path)
+    store.open("gone").add_user("x")
+    store.open("kept").add_user("y")
+    store.delete("gone")
+    assert sorted(p.name for p in (tmp_path / ".locks").iterdir()) == ["kept.lock"]
+    store.open("gone").add_user("again")  # and the name can be used again
+    assert [m.content for m in store.open("gone").messages] == ["again"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="lock files are deleted on POSIX only")
+def test_a_lock_deleted_by_its_holder_still_excludes_everyone(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from compaction.sessions.files import FileLock
+
+    path = tmp_path / "s.lock"
+    inside: list[int] = []
+    overlaps: list[int] = []
+
+    def work(k: int) -> None:
+        for i in range(150):
+            with FileLock(path) as lock:
+                inside.append(k)
+                time.sleep(0.0005)  # long enough for anyone wrongly let in to be seen
+                if len(inside) > 1:
+                    overlaps.append(k)
+                inside.remove(k)
+                if i % 3 == 0:  # the holder's last act: waiters must not keep the old file
+                    lock.unlink()
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert overlaps == []

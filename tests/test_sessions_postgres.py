@@ -11,6 +11,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,9 +36,12 @@ pytestmark = pytest.mark.postgres
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("through", ["server", "pgbouncer"])
 def test_a_server_restart_mid_run_loses_and_doubles_no_acknowledged_message(
-    postgres_server: PostgresServer, postgres_url: str
+    postgres_server: PostgresServer, postgres_url: str, through: str, request: Any
 ) -> None:
+    if through == "pgbouncer":  # the server restarts behind a transaction pooler
+        postgres_url = request.getfixturevalue("pgbouncer").url_for(postgres_url)
     proc = subprocess.Popen(
         [sys.executable, str(WORKER), "steady", postgres_url, "steady"],
         stdin=subprocess.PIPE,

@@ -17,11 +17,20 @@ __all__ = ["run"]
 def _store(args: Any) -> Any:
     """The store ``--store`` names (a directory, ``file:///dir`` or ``postgresql://…``), else
     ``$COMPACTION_SESSIONS_URL``, else ``$COMPACTION_SESSIONS_DIR``, else the default."""
-    from ..sessions import SessionStore
+    import os
 
+    from ..sessions import URL_ENV_VAR, SessionStore
+
+    url = args.store if args.store is not None else os.environ.get(URL_ENV_VAR) or None
+    options: dict[str, Any] = {}
+    if url is not None and url.split("://", 1)[0].lower() in ("postgresql", "postgres"):
+        # Said at the first retry, so a wrong port or a server that is down is not silence.
+        options["on_retry"] = lambda notice: say(f"compaction: {notice}", sys.stderr)
+        if getattr(args, "retry_seconds", None) is not None:
+            options["retry_seconds"] = args.retry_seconds
     try:
         # "--store ''" is a mistake (an unset variable, say), never a request for the default.
-        return SessionStore.from_url(args.store) if args.store is not None else SessionStore()
+        return SessionStore.from_url(url, **options) if url is not None else SessionStore()
     except (ValueError, TypeError, ImportError) as exc:
         raise CliError(f"--store: {exc}") from None
 
@@ -70,6 +79,8 @@ def _list(args: Any, store: Any) -> int:
 def _show(args: Any, store: Any) -> int:
     session = store.open(args.name, create=False)
     entries = session.entries
+    stored = session.backend.read_document(session.name, "view")
+    view = session.view() if stored is not None else None
     if args.last:
         entries = entries[-args.last :]
     if args.json:
@@ -82,6 +93,7 @@ def _show(args: Any, store: Any) -> int:
                     {"seq": e.seq, "ts": _stamp(e.timestamp), "message": encode_message(e.message)}
                     for e in entries
                 ],
+                "view": None if view is None else [encode_message(m) for m in view],
             }
         )
         return EXIT_OK
@@ -93,6 +105,11 @@ def _show(args: Any, store: Any) -> int:
     for e in entries:
         m = e.message
         say(f"[{e.seq}] {_stamp(e.timestamp)} {m.role}: {' '.join(_text(m).split())}", sys.stdout)
+    if view is not None:
+        # What an agent resuming the session sends: shown, since it is not the history.
+        say(f"stored view (what the agent is sent), {len(view)} messages:", sys.stdout)
+        for m in view:
+            say(f"  {m.role}: {' '.join(_text(m).split())}", sys.stdout)
     return EXIT_OK
 
 
@@ -137,6 +154,13 @@ def _import(store: Any, path: str, name: str | None) -> Any:
 
 def run(args: Any) -> int:
     store = _store(args)
+    try:
+        return _run(args, store)
+    finally:
+        store.close()  # a database store's connections and pool threads end with the command
+
+
+def _run(args: Any, store: Any) -> int:
     action = args.action
     if action == "list":
         return _list(args, store)

@@ -57,6 +57,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not 0 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"expected 0 to 86400 seconds, got {text!r}")
+    return value
+
+
 def fraction(text: str) -> float:
     try:
         value = float(text)
@@ -355,6 +365,13 @@ def build_parser() -> Parser:
         metavar="URL",
         help="session store: a directory, file:///dir or postgresql://user@host/db "
         "(default: $COMPACTION_SESSIONS_URL, else $COMPACTION_SESSIONS_DIR)",
+    )
+    store.add_argument(
+        "--retry-seconds",
+        type=seconds,
+        metavar="S",
+        help="PostgreSQL only: how long a call keeps retrying while the server is "
+        "unreachable or does not answer (default: 30)",
     )
     common = [_common("print JSON on stdout"), store]
 

@@ -80,6 +80,7 @@ from .calls import ToolCallError
 from .chains import Chain, ChainResult, chain
 from .config import LoopConfig
 from .context import MISSING, ContextChange
+from .lease import TurnHeldError
 from .results import LoopResult
 from .tools import Tool
 from .turn import ReentrantRunError, TurnLoop
@@ -96,6 +97,7 @@ __all__ = [
     "ReentrantRunError",
     "Tool",
     "ToolCallError",
+    "TurnHeldError",
     "TurnLoop",
     "chain",
 ]

@@ -29,6 +29,7 @@ from .config import LoopConfig
 from .context import ContextChange, _apply, _diff
 from .handoffs import hand_off, new_context_tool
 from .history import History, frame
+from .lease import turn_lease
 from .results import LoopResult, _Turn
 from .tools import Tool, _tools
 
@@ -150,8 +151,7 @@ class TurnLoop:
         self.approve_tool = approve_tool
         self._counter = counter
         self._history = History(session)
-        # Held while a run extends the loop's own history (see ReentrantRunError).
-        self._extending = threading.Lock()
+        self._extending = threading.Lock()  # held while a run extends its own history
         self._takes_tools, self._option_names = _signature_options(model)
         self._model_async = _is_async(model)
         self._truncate = None
@@ -331,7 +331,8 @@ class TurnLoop:
                 "run(prompt, history=[]) or another TurnLoop (with its own session)"
             )
         try:
-            return await self._turn(prompt, history, context, options, sync)
+            with turn_lease(self.session, self.config.name):  # one run at a time, everywhere
+                return await self._turn(prompt, history, context, options, sync)
         finally:
             self._extending.release()
 
@@ -348,10 +349,9 @@ class TurnLoop:
         self._check_options(run_options)
         shared = self.context if context is None else context
         store = history is None
-        if store:  # a run killed between two calls left them unanswered
+        if store:  # a run killed between two calls left them unanswered (we hold the lease)
             self._history.close({}, LOST)
-        # A prompt that retries an unfinished turn is in the history already: the run goes on
-        # from where that turn stopped and does not record the prompt a second time.
+        # A retried unfinished turn's prompt is stored already: go on from where it stopped.
         retried = self._history.unfinished(prompt_message) if store else None
         start = self._history.start() if history is None else history
         messages = frame(start, self.config, self._truncate)

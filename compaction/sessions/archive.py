@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import attrs
 
+from ..memory.transcript import provenance
 from .codec import (
     FORMAT_VERSION,
     PREFIX,
@@ -145,4 +146,45 @@ def read_archive(path: Path, data: bytes | None = None) -> Archive:
             raise fail("'view.based_on' must be an integer, at least 'through_seq'")
         view = {k: view[k] for k in ("updated", "through_seq", "messages")}
         view["based_on"] = based_on
+        _check_view_stands_for(entries, first_seq, view, fail)
     return Archive(name, created, first_seq, tuple(entries), documents, view)
+
+
+def _check_view_stands_for(
+    entries: list[Entry], first_seq: int, view: dict[str, Any], fail: Any
+) -> None:
+    """Refuse a view that does not stand for the file's own history.
+
+    An export file comes from outside, and its view is what an agent resuming the session
+    sends (the history is only what ``session show`` lists). So each message of the view is
+    either a message of the history, as it is there (same id, same content), or a compaction
+    output whose every replaced id is in the history, as ``set_view`` requires; a
+    compaction output speaks as the system only where it stands for system messages. And the
+    view covers no more history than the file holds.
+    """
+    next_seq = first_seq + len(entries)
+    if view["based_on"] > next_seq:
+        raise fail(f"'view.based_on' is {view['based_on']}, past the history's end ({next_seq})")
+    by_id = {e.message.id: e.message for e in entries}
+    for i, item in enumerate(view["messages"]):
+        message = decode_message(item, lambda r: fail(r))
+        record = provenance(message)
+        if record is None:
+            stored = by_id.get(message.id)
+            if stored is None or encode_message(stored) != encode_message(message):
+                raise fail(
+                    f"view.messages[{i}]: a {message.role} message that is not in the "
+                    "history and not a compaction output: the view must stand for the history"
+                )
+            continue
+        refs = record.get("replaces", ())
+        if not isinstance(refs, list | tuple) or not all(r in by_id for r in refs):
+            raise fail(
+                f"view.messages[{i}]: it replaces messages that are not in the history "
+                "(every id a compaction output replaces must be there)"
+            )
+        if message.role == "system" and not (refs and all(by_id[r].role == "system" for r in refs)):
+            raise fail(
+                f"view.messages[{i}]: a system message that stands for no system message of "
+                "the history"
+            )

@@ -183,8 +183,10 @@ def append_all_or_nothing(path: Path, data: bytes, end: int, *, durable: bool = 
 class FileLock:
     """An exclusive lock between processes (and threads) on ``path``: flock, or msvcrt.
 
-    The lock file itself is never deleted: deleting a lock file while another process waits
-    on it is how two processes end up "holding" the same lock.
+    Deleting a lock file while another process waits on it is how two processes end up
+    "holding" the same lock (the waiter locks the deleted file, a newcomer a new one). So the
+    file is deleted only by its holder (`unlink`), and a lock taken counts only once the
+    path still names the very file locked; otherwise it is taken again on the new file.
     """
 
     def __init__(self, path: Path, *, blocking: bool = True) -> None:
@@ -194,14 +196,27 @@ class FileLock:
 
     def __enter__(self) -> FileLock:
         """Take the lock (BlockingIOError at once when not ``blocking`` and it is held)."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _BINARY | NOFOLLOW, FILE_MODE)
-        try:
-            _lock(fd, self.blocking)
-        except BaseException:
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _BINARY | NOFOLLOW, FILE_MODE)
+            try:
+                _lock(fd, self.blocking)
+                if _still_named(fd, self.path):
+                    self._fd = fd
+                    return self
+                _unlock(fd)  # its holder deleted it while we waited: lock the new one
+            except BaseException:
+                os.close(fd)
+                raise
             os.close(fd)
-            raise
-        self._fd = fd
-        return self
+
+    def unlink(self) -> None:
+        """Delete the lock file while holding it (a no-op where an open file cannot be
+        deleted): a process waiting on it then locks a new file instead. This ends the
+        exclusion at once (a newcomer may lock the new file), so it is the last thing done
+        under the lock."""
+        if self._fd is not None and sys.platform != "win32":
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
 
     def __exit__(
         self,
@@ -216,6 +231,17 @@ class FileLock:
             _unlock(fd)
         finally:
             os.close(fd)
+
+
+def _still_named(fd: int, path: Path) -> bool:
+    if sys.platform == "win32":  # pragma: no cover - lock files are never deleted there
+        return True
+    try:
+        named = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino)
 
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only

@@ -110,11 +110,11 @@ class FileBackend(Backend):
         return locks / f"{name}.lock"
 
     @contextlib.contextmanager
-    def _locked(self, name: str) -> Iterator[None]:
+    def _locked(self, name: str) -> Iterator[FileLock]:
         ensure_private_dir(self.root)
         self._ready()
-        with FileLock(self._lock_path(name)):
-            yield
+        with FileLock(self._lock_path(name)) as lock:
+            yield lock
 
     def path(self, name: str) -> Path:
         return self.root / name
@@ -325,7 +325,7 @@ class FileBackend(Backend):
             self._write_document(name, "metadata", {"updated": format_ts(now()), "data": data})
 
     def delete(self, name: str) -> None:
-        with self._locked(name):
+        with self._locked(name) as lock:
             if not self.exists(name):
                 raise SessionNotFoundError(name, self.root)
             # Renamed out of the way first, so no reader ever sees a half-deleted session.
@@ -333,6 +333,7 @@ class FileBackend(Backend):
             os.rename(self.root / name, trash)
             if self.durable:
                 fsync_dir(self.root)
+            lock.unlink()  # nothing of the session is left behind, its lock file included
         self._forget(name)
         shutil.rmtree(trash, ignore_errors=True)
 

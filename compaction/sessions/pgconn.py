@@ -79,17 +79,21 @@ def check_url(url: str) -> None:
     say), so it is never passed on: only its gist, with every quoted part cut out. A user
     name or password holding a raw ``/`` or ``?`` ends the host part early for libpq: its
     start becomes a host and a "port", the rest the database name or the query, secret and
-    all. So an ``@`` in the path, or a port that is not a number, is refused outright.
+    all; a raw ``@`` makes the tail of the password the host. So a second ``@`` before the
+    host, an ``@`` in the path, or a port that is not a number, is refused outright.
     """
     rest = url.split("://", 1)[1] if "://" in url else ""
     cut = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=len(rest))
     path = rest[cut:].split("?", 1)[0]
     hosts = rest[:cut].rsplit("@", 1)[-1]
     ports = [h.rsplit("]", 1)[-1].rpartition(":")[2] for h in hosts.split(",") if ":" in h]
-    if "@" in path or any(p and not p.isdigit() for p in ports):
+    # A second '@' before the host: libpq splits at the first, so a password's tail would
+    # become the host (looked up, retried, and shown wherever the host is).
+    if "@" in path or rest[:cut].count("@") > 1 or any(p and not p.isdigit() for p in ports):
         raise ValueError(
-            "not a valid PostgreSQL URL: its user name or password holds a raw '/', '?' or "
-            "'#' (percent-encode them: %2F, %3F, %23), or its database name a raw '@' (%40)"
+            "not a valid PostgreSQL URL: its user name or password holds a raw '@', '/', '?' "
+            "or '#' (percent-encode them: %40, %2F, %3F, %23), or its database name a raw "
+            "'@' (%40)"
         )
     try:
         conninfo_to_dict(url)
@@ -185,6 +189,10 @@ def text(value: Any, what: str = "a value", limit: int = MAX_VALUE_BYTES) -> str
     return data.decode("utf-8").rstrip("\n")
 
 
+# How long the first attempt of a call may take at least, whatever retry_seconds says.
+_FIRST_ATTEMPT: Final = 5.0
+
+
 class Connections:
     """This process's connections to ``url`` (see pgpool.py), and calls run with retries."""
 
@@ -196,14 +204,35 @@ class Connections:
         max_size: int = 8,
         retry_seconds: float = 30.0,
         connect_timeout: float = 10.0,
+        max_idle: float = 60.0,
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
         check_url(url)
+        if not (isinstance(max_size, int) and max_size >= 1):
+            raise ValueError(f"max_size must be a whole number of at least 1, got {max_size!r}")
+        if not (isinstance(min_size, int) and min_size >= 0):
+            raise ValueError(f"min_size must be a whole number of at least 0, got {min_size!r}")
+        for option, value in (
+            ("retry_seconds", retry_seconds),
+            ("connect_timeout", connect_timeout),
+            ("max_idle", max_idle),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+                raise ValueError(f"{option} must be a number of seconds (0 or more), got {value!r}")
         self.url = url
         self.location = redact(url)
-        self.min_size, self.max_size = min_size, max_size  # min_size: kept for callers
-        self.retry_seconds = retry_seconds
+        self.min_size, self.max_size = min_size, max_size
+        self.retry_seconds = float(retry_seconds)
         self.connect_timeout = connect_timeout
-        self._pool = Pool(url, max_size=max_size, connect_timeout=connect_timeout)
+        self._pool = Pool(
+            url,
+            min_size=min_size,
+            max_size=max_size,
+            connect_timeout=connect_timeout,
+            retry_seconds=self.retry_seconds,
+            max_idle=max(max_idle, 1.0),
+        )
+        self._on_retry = on_retry
         self._schema_checked = False
 
     def close(self) -> None:
@@ -211,14 +240,18 @@ class Connections:
 
     def run(self, work: Callable[[psycopg.Connection[Any]], T], *, what: str) -> T:
         """``work`` in one transaction. A failure of the connection or the server is retried
-        until ``retry_seconds`` after the call began (connecting included); any other failure
-        is raised at once as [`StoreError`][], naming PostgreSQL's reason."""
-        deadline = time.monotonic() + self.retry_seconds
+        until ``retry_seconds`` after the call began (connecting included, and a call still
+        running then is cut off); any other failure is raised at once as [`StoreError`][],
+        naming PostgreSQL's reason."""
+        began = time.monotonic()
+        deadline = began + self.retry_seconds
+        # The first attempt always has a chance (retry_seconds=0: one attempt, no retry).
+        first = max(deadline, began + min(self.connect_timeout, _FIRST_ATTEMPT))
         delay = 0.05
         retried = False
         while True:
             try:
-                with self._pool.connection(deadline - time.monotonic()) as conn:
+                with self._pool.connection(first if not retried else deadline) as conn:
                     if not self._schema_checked:
                         self._ensure_schema(conn)
                     return work(conn)
@@ -229,13 +262,26 @@ class Connections:
                         f"session store {self.location}: {what} failed: {reason}",
                         sqlstate=exc.sqlstate,
                     ) from exc
-                if time.monotonic() + delay >= deadline:
+                left = deadline - time.monotonic()
+                if left <= delay:
                     raise StoreUnavailableError(
                         f"session store {self.location}: {what} failed and the server did not "
-                        f"come back within {self.retry_seconds:g} s: {reason}"
+                        f"come back within {self.retry_seconds:g} s (retry_seconds): {reason}"
                     ) from exc
                 if not retried:  # one line per call, not one per attempt
-                    log.warning("session.store_retry", store=self.location, op=what, error=reason)
+                    notice = (
+                        f"session store {self.location}: {what} failed ({reason}); retrying "
+                        f"for up to {left:.0f} s more (retry_seconds={self.retry_seconds:g})"
+                    )
+                    log.warning(
+                        "session.store_retry",
+                        store=self.location,
+                        op=what,
+                        error=reason,
+                        retrying_for_seconds=round(left, 1),
+                    )
+                    if self._on_retry is not None:
+                        self._on_retry(notice)
                     retried = True
                 time.sleep(delay)
                 delay = min(delay * 2, 0.5)

@@ -25,7 +25,19 @@ from .errors import SessionFormatError
 from .history import Entry, History, assign_ids
 from .pgconn import key, text
 
-__all__ = ["create_row", "entry", "failure", "fetch", "fresh_ids", "lock_row", "put_document"]
+__all__ = [
+    "create_row",
+    "entry",
+    "failure",
+    "fetch",
+    "fresh_ids",
+    "insert_messages",
+    "lock_row",
+    "put_document",
+]
+
+# Rows per INSERT statement (6 parameters each; PostgreSQL takes at most 65,535).
+_ROWS_PER_INSERT = 1000
 
 
 def create_row(conn: psycopg.Connection[Any], name: str) -> None:
@@ -129,3 +141,21 @@ def put_document(
         " DO UPDATE SET token = EXCLUDED.token, body = EXCLUDED.body",
         (name, kind, token, text(body, f"the {kind} document", limit)),
     )
+
+
+def insert_messages(conn: psycopg.Connection[Any], rows: Sequence[tuple[Any, ...]]) -> None:
+    """Insert message rows (session, seq, ts, msg_key, batch, body), many per statement.
+
+    Not ``executemany``: psycopg prepares its statement whatever ``prepare_threshold`` says,
+    and behind a transaction pooler (PgBouncer) a prepared statement, or its deallocation,
+    lands on another server connection than the one that made it.
+    """
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start : start + _ROWS_PER_INSERT]
+        values = ", ".join(["(%s, %s, %s, %s, %s, %s)"] * len(chunk))
+        conn.execute(
+            "INSERT INTO compaction_messages (session, seq, ts, msg_key, batch, body) VALUES "
+            + values,
+            [value for row in chunk for value in row],
+            prepare=False,
+        )

@@ -53,10 +53,13 @@ T = TypeVar("T")
 class PostgresBackend(Backend):
     """Sessions in a PostgreSQL database (``url``: a libpq URL, ``postgresql://…``).
 
-    ``max_size`` bounds the connections kept per process (``min_size`` is accepted for
-    compatibility: connections are made when first needed); ``retry_seconds`` bounds how long
-    a call keeps retrying while the server is unreachable, connecting included;
-    ``connect_timeout`` bounds one connection attempt.
+    ``max_size`` bounds the connections kept per process and ``min_size`` how many are kept
+    open once the first call has opened the pool (psycopg_pool; see pgpool.py); ``max_idle``
+    closes connections beyond ``min_size`` left unused that long. ``retry_seconds`` bounds a
+    whole call: connecting, waiting for a free connection, retrying while the server is
+    unreachable, and a call the server stops answering (cut off then); ``connect_timeout``
+    bounds one connection attempt. ``on_retry``, when given, is called with a one-line notice
+    (what failed, and for how long it is retried) the first time a call retries.
     """
 
     #: The largest value stored in one field (PostgreSQL's limit is 1 GB).
@@ -70,6 +73,8 @@ class PostgresBackend(Backend):
         max_size: int = 8,
         retry_seconds: float = 30.0,
         connect_timeout: float = 10.0,
+        max_idle: float = 60.0,
+        on_retry: Callable[[str], None] | None = None,
     ) -> None:
         self._db = Connections(
             url,
@@ -77,6 +82,8 @@ class PostgresBackend(Backend):
             max_size=max_size,
             retry_seconds=retry_seconds,
             connect_timeout=connect_timeout,
+            max_idle=max_idle,
+            on_retry=on_retry,
         )
         self.url = url
         self.location = self._db.location
@@ -113,21 +120,32 @@ class PostgresBackend(Backend):
     # -- the raw history ----------------------------------------------------------------------
 
     def read(self, name: str, history: History) -> None:
-        def work(conn: psycopg.Connection[Any]) -> None:
-            start = history.next_seq if history.cursor is not None else 0
-            rows = pgrows.fetch(conn, name, start)
-            if not rows:
-                history.reset()
-                return
-            created, first_seq, _next, epoch = rows[0][:4]
-            if history.cursor != epoch:
-                history.reset(epoch, first_seq, parse_ts(created, self._bad(name)), str(epoch))
-                if start > first_seq:  # read from the wrong place: the session was replaced
-                    rows = pgrows.fetch(conn, name, first_seq)
-            entries = [self._entry(name, r[4], r[5], r[6]) for r in rows if r[4] is not None]
-            history.extend(e for e in entries if e.seq >= history.next_seq)
+        def work(conn: psycopg.Connection[Any]) -> list[tuple[Any, ...]]:
+            return self._rows_since(conn, name, history)
 
-        self._run(work, what="read")
+        self._apply(name, history, self._run(work, what="read"))
+
+    @staticmethod
+    def _rows_since(
+        conn: psycopg.Connection[Any], name: str, history: History
+    ) -> list[tuple[Any, ...]]:
+        """The rows ``history`` lacks: those after its end, or every row when the session was
+        replaced or cleared since it was read (a new epoch)."""
+        start = history.next_seq if history.cursor is not None else 0
+        rows = pgrows.fetch(conn, name, start)
+        if rows and history.cursor != rows[0][3] and start > rows[0][1]:
+            rows = pgrows.fetch(conn, name, rows[0][1])  # read from the wrong place
+        return rows
+
+    def _apply(self, name: str, history: History, rows: list[tuple[Any, ...]]) -> None:
+        if not rows:
+            history.reset()
+            return
+        created, first_seq, _next, epoch = rows[0][:4]
+        if history.cursor != epoch:
+            history.reset(epoch, first_seq, parse_ts(created, self._bad(name)), str(epoch))
+        entries = [self._entry(name, r[4], r[5], r[6]) for r in rows if r[4] is not None]
+        history.extend(e for e in entries if e.seq >= history.next_seq)
 
     def _bad(self, name: str) -> Callable[[str], SessionFormatError]:
         return pgrows.failure(self.location, name)
@@ -142,7 +160,7 @@ class PostgresBackend(Backend):
         stamp = format_ts(at)
         attempts = 0
 
-        def work(conn: psycopg.Connection[Any]) -> list[Entry]:
+        def work(conn: psycopg.Connection[Any]) -> tuple[list[Entry], list[tuple[Any, ...]]]:
             nonlocal attempts
             attempts += 1
             with conn.transaction():
@@ -155,7 +173,8 @@ class PostgresBackend(Backend):
                         (name, batch),
                     ).fetchall()
                     if done:  # committed by an attempt whose acknowledgement was lost
-                        return [self._entry(name, *r) for r in done]
+                        written = [self._entry(name, *r) for r in done]
+                        return written, self._rows_since(conn, name, history)
                 next_seq = row[2]
                 entries = pgrows.fresh_ids(conn, name, messages, next_seq, at)
                 rows = [
@@ -170,13 +189,7 @@ class PostgresBackend(Backend):
                     for e in entries
                 ]
                 try:
-                    with conn.cursor() as cur:
-                        cur.executemany(
-                            "INSERT INTO compaction_messages"
-                            " (session, seq, ts, msg_key, batch, body)"
-                            " VALUES (%s, %s, %s, %s, %s, %s)",
-                            rows,
-                        )
+                    pgrows.insert_messages(conn, rows)
                 except psycopg.errors.UniqueViolation:
                     raise ValueError(
                         f"a message id in this batch is already in session {name!r}: ids name "
@@ -186,12 +199,17 @@ class PostgresBackend(Backend):
                     "UPDATE compaction_sessions SET next_seq = %s WHERE name = %s",
                     (next_seq + len(entries), name),
                 )
-                return entries
+                # The history brought up to date in the same transaction: no call after the
+                # commit that could fail, so add() never raises once its batch is stored.
+                return entries, self._rows_since(conn, name, history)
 
         # Duplicate ids within the batch are refused before any round trip.
         assign_ids(name, History(), messages, 0, at)
-        entries = self._run(work, what="append")
-        self.read(name, history)
+        entries, rows = self._run(work, what="append")
+        try:
+            self._apply(name, history, rows)
+        except SessionFormatError:
+            history.reset()  # another writer's unreadable row: the next read says so
         return entries
 
     # -- the documents ------------------------------------------------------------------------

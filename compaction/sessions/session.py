@@ -32,6 +32,7 @@ from .._log import log
 from ..memory.search import SearchHit, SearchIndex
 from ..memory.transcript import is_compaction_output, message_ref, provenance
 from ..messages import Message
+from . import lease
 from .archive import dump_archive
 from .backend import Backend, check_epoch
 from .codec import check_json, encode_message, format_ts, now, parse_ts
@@ -97,6 +98,15 @@ class Session:
 
     def _update_data(self, kind: str, mutate: Callable[[dict[str, Any]], None]) -> None:
         self.backend.update_document(self.name, kind, mutate, format_ts(now()))
+
+    def take_turn(self, holder: str, seconds: float) -> dict[str, Any] | None:
+        """Take (or renew) the turn lease for ``holder``; None when taken, else the live lease
+        another run holds (see `compaction.sessions.lease`)."""
+        return lease.take(self, holder, seconds)
+
+    def release_turn(self, holder: str) -> None:
+        """Give back ``holder``'s turn lease."""
+        lease.release(self, holder)
 
     def _refresh(self) -> History:
         with self._mutex:
