@@ -43,7 +43,7 @@ import attrs
 
 from .registry import ConfigError, ladder_from_config, read_toml
 
-__all__ = ["Config", "ConfigError", "config_from_dict", "load_config"]
+__all__ = ["Config", "ConfigError", "build_compactor", "config_from_dict", "load_config"]
 
 _TABLES: Final = ("trigger", "ladder", "check")
 _LADDER_KEYS: Final = frozenset({"use", "run", "strict"})
@@ -259,3 +259,35 @@ def config_from_dict(data: Mapping[str, Any], *, source: str = "config") -> Conf
 def load_config(path: str | Path) -> Config:
     """The [`Config`][] in the TOML file ``path``; [`ConfigError`][] names the file and key."""
     return config_from_dict(read_toml(path), source=str(path))
+
+
+def build_compactor(
+    cls: Any,
+    config: Config | str | Path,
+    window: int | None,
+    counter: Any,
+    tools: Any,
+    labels: Mapping[str, Any] | None,
+    price: Any,
+) -> Any:
+    """``cls`` (the [`Compactor`][compaction.trigger.Compactor]) built from ``config`` (a
+    [`Config`][] or a file's path): what ``Compactor.from_config`` does."""
+    cfg = config if isinstance(config, Config) else load_config(config)
+    window = cfg.window if window is None else window
+    if window is None:
+        raise ConfigError(
+            f"{cfg.source}: no window: set [trigger] window, or pass window= "
+            "(the model's context window in tokens)"
+        )
+    return cls(
+        cfg.pipeline(counter),
+        window,
+        cfg.compact_at,
+        cfg.compact_to,
+        counter=counter,
+        tools=tools,
+        labels=labels,
+        min_saving=cfg.min_saving,
+        strict_floor=cfg.strict_floor,
+        policy=cfg.policy(price),
+    )

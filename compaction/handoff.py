@@ -39,6 +39,7 @@ from .messages import Message
 
 __all__ = [
     "NEW_CONTEXT",
+    "take_handoff",
     "NEW_CONTEXT_SPEC",
     "Handoff",
     "HandoffRefused",
@@ -189,3 +190,38 @@ def handoff(messages: Sequence[Message]) -> Handoff:
 def handoff_reply(done: bool, why: str = "") -> str:
     """The ``new_context`` tool's answer: done, or refused with why."""
     return DONE if done else f"No new context: {why}"
+
+
+def take_handoff(compactor: Any, messages: Sequence[Message]) -> Handoff:
+    """Make the handoff the [`Compactor`][compaction.trigger.Compactor]'s view of the agent's
+    list (``messages`` and the call's result after it), and send ``events.handed_off``."""
+    from . import events
+    from ._log import log
+    from ._trigger_view import _Plan
+
+    made = handoff(messages)
+    agent = list(messages)
+    if not any(m is made.result for m in agent):
+        agent.append(made.result)
+    counter = compactor.counter
+    before = counter.count_messages(agent)
+    tokens = counter.count_messages(made.messages)
+    labels = {**compactor.labels, "context_size": before + compactor.tool_tokens,
+              "window": compactor.window}  # fmt: skip
+    plan = _Plan(
+        agent, made.messages, tokens, 0, tokens + compactor.tool_tokens, False, False,
+        compactor.target, labels,
+    )  # fmt: skip
+    compactor._anchor = None
+    compactor.stats.compactions += 1
+    compactor._commit(plan, made.messages, tokens)
+    log.info("trigger.handed_off", replaced=made.replaced, restored=len(made.restored))
+    events.handed_off.send(
+        compactor,
+        replaced=made.replaced,
+        restored=made.restored,
+        before=before,
+        after=tokens,
+        labels=labels,
+    )
+    return made

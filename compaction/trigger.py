@@ -230,27 +230,9 @@ class Compactor(_ConversationView):
         [`Config`][compaction.config.Config]); ``window`` overrides the file's own, and one
         of them must be given; ``price`` prices a cache-aware policy whose file names no
         model. The format is described in [`compaction.config`][]."""
-        from .config import Config, ConfigError, load_config
+        from .config import build_compactor
 
-        cfg = config if isinstance(config, Config) else load_config(config)
-        window = cfg.window if window is None else window
-        if window is None:
-            raise ConfigError(
-                f"{cfg.source}: no window: set [trigger] window, or pass window= "
-                "(the model's context window in tokens)"
-            )
-        return cls(
-            cfg.pipeline(counter),
-            window,
-            cfg.compact_at,
-            cfg.compact_to,
-            counter=counter,
-            tools=tools,
-            labels=labels,
-            min_saving=cfg.min_saving,
-            strict_floor=cfg.strict_floor,
-            policy=cfg.policy(price),
-        )
+        return build_compactor(cls, config, window, counter, tools, labels, price)  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
         return (
@@ -365,39 +347,9 @@ class Compactor(_ConversationView):
         next [`before_call`][] on the request is the handoff's followed by what the agent
         appends. Raises [`HandoffRefused`][compaction.handoff.HandoffRefused] (answer the
         call with its message) while another tool call is unanswered."""
-        from .handoff import handoff
+        from .handoff import take_handoff
 
-        made = handoff(messages)
-        agent = list(messages)
-        if not any(m is made.result for m in agent):
-            agent.append(made.result)
-        before = self.counter.count_messages(agent)
-        tokens = self.counter.count_messages(made.messages)
-        labels = {**self.labels, "context_size": before + self.tool_tokens, "window": self.window}
-        plan = _Plan(
-            agent,
-            made.messages,
-            tokens,
-            0,
-            tokens + self.tool_tokens,
-            False,
-            False,
-            self.target,
-            labels,
-        )
-        self._anchor = None
-        self.stats.compactions += 1
-        self._commit(plan, made.messages, tokens)
-        log.info("trigger.handed_off", replaced=made.replaced, restored=len(made.restored))
-        events.handed_off.send(
-            self,
-            replaced=made.replaced,
-            restored=made.restored,
-            before=before,
-            after=tokens,
-            labels=labels,
-        )
-        return made
+        return take_handoff(self, messages)
 
     def before_call(self, messages: Sequence[Message], usage: Any = None) -> Sequence[Message]:
         """The messages to send for the next model call.
