@@ -8,12 +8,15 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compaction.memory._values import _MAX_RUN, _VALUE, _values
+from compaction.memory.ledger import MAX_FACTS, MAX_STATEMENTS, Ledger
 from compaction.memory.words import (
-    _MAX_RUN,
-    _VALUE,
-    _values,
+    Statement,
+    latest,
     statements,
     subject_of,
+    superseded,
+    supersedes,
     values_of,
 )
 
@@ -60,3 +63,40 @@ def test_a_pasted_blob_leaves_the_rule_beside_it():
     blob = "-".join(["alpha", "beta"] * 2_000)
     said = statements(f"Never delete ids starting with ab. Batch: {blob}")
     assert [s.text for s in said][:1] == ["Never delete ids starting with ab."]
+
+
+# Sentences over a few subjects and values, so that pairs share words, values and change-words
+# in every combination the rule distinguishes.
+_SENTENCES = st.builds(
+    lambda lead, words, value: " ".join([lead, *words, value]).strip() + ".",
+    st.sampled_from(["", "Now", "Update:", "Never", "Never now", "Instead"]),
+    st.lists(
+        st.sampled_from(["budget", "cap", "staging", "prod", "host", "port", "job", "report"]),
+        min_size=0,
+        max_size=4,
+    ),
+    st.sampled_from(["", "$4,700", "$6,200", "db-7731", "db-9912", "8001", "ann@corp.example"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_SENTENCES, max_size=12), st.lists(_SENTENCES, max_size=12))
+def test_the_index_finds_what_every_pair_finds(newer, older):
+    assert superseded(newer, older) == {o for o in older if any(supersedes(n, o) for n in newer)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_SENTENCES, max_size=16))
+def test_latest_by_index_is_latest_pair_by_pair(texts):
+    items = [Statement("fact", t) for t in texts]
+    kept: list[Statement] = []
+    gone: list[tuple[Statement, str]] = []
+    for item in items:
+        gone += [(old, item.text) for old in kept if supersedes(item.text, old.text)]
+        kept = [old for old in kept if not supersedes(item.text, old.text)] + [item]
+    assert latest(items) == (kept, gone)
+    ledger = Ledger()
+    for item in items:
+        ledger._state(item)
+    assert ledger.said == kept[-MAX_STATEMENTS:]
+    assert ledger.stale == [(old.text, by) for old, by in gone][-MAX_FACTS:]

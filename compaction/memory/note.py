@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from .words import Sentences, statements
+from .words import statements, superseded
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -95,12 +95,8 @@ def ledger_text(
     # Only a statement of the ledger can be superseded: with none, the later messages need not
     # be read (reading them is the costly part of a note).
     later_sentences = [s.text for text in later for s in statements(text)] if ledger.said else []
-    sentences = Sentences()
-    said = [
-        s
-        for s in ledger.said
-        if not any(sentences.supersedes(newer, s.text) for newer in later_sentences)
-    ]
+    stale = superseded(later_sentences, [s.text for s in ledger.said])
+    said = [s for s in ledger.said if s.text not in stale]
     # The person's words by priority (rules, facts, goals), newest first within each; once one
     # does not fit, nothing of lower priority takes its room.
     said_head = "\nThe person said (verbatim, latest values):"

@@ -18,11 +18,14 @@ is db-9" are two.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Final, Literal
 
 import attrs
+
+from ._values import _unpasted, _values, values_of
 
 __all__ = [
     "MAX_SENTENCE_CHARS",
@@ -30,8 +33,10 @@ __all__ = [
     "Sentences",
     "Statement",
     "StatementKind",
+    "Subjects",
     "statements",
     "subject_of",
+    "superseded",
     "supersedes",
     "values_of",
 ]
@@ -43,6 +48,9 @@ PRIORITY: Final[dict[str, int]] = {"rule": 3, "fact": 2, "goal": 1}
 MAX_SENTENCE_CHARS: Final = 400
 #: Only the first this many characters of a message are read (a pasted log is not a rule).
 _MAX_SCAN: Final = 20_000
+#: Sentences whose reading is kept (``_read``), and messages whose statements are.
+_READINGS: Final = 16_384
+_MESSAGES: Final = 4_096
 
 _SENTENCE: Final = re.compile(r"(?:[^\n.!?]|[.!?](?=[\w/\\]))+(?:[.!?]+|\n|$)")
 #: Words that instruct or constrain on their own ("never", "must", "at most", "prefer").
@@ -65,142 +73,29 @@ _GOAL: Final = re.compile(
     r"status|blocked|in progress|next step|priority|todo|ship|launch|release)\b",
     re.IGNORECASE,
 )
-#: A value: a number (with its unit or currency sign), a code, a version, a path, a date, a
-#: quoted string, a CamelCase or dotted name, a proper name, an email or a URL.
-#:
-#: Every alternative costs at most the length of the run it starts in (no two unbounded
-#: quantifiers over the same characters): a slug must have its first digit found by a class
-#: without digits, and a code of capitals and digits is one run checked by a look-ahead for a
-#: letter beside a digit (the same matches as "letters, then a digit somewhere", read once).
-#: Runs are at most [`_MAX_RUN`][] long by the time this reads them ([`_unpasted`][]).
-_VALUE_PARTS: Final = (
-    r"[$€£¥]?\d[\d,._:/-]*\d?(?:%|[a-zA-Z]{1,3}\b)?",
-    r"\b[A-Za-z]+[-_][A-Za-z_-]*\d[A-Za-z0-9_-]*\b",
-    r"\b(?=[A-Z0-9]*?[A-Z]\d)[A-Z0-9]+\b|\b(?=[A-Z0-9]*?\d[A-Z])[A-Z0-9]+\b",
-    r"\bv?\d+(?:\.\d+)+\w*\b",
-    r"{path}(?:[\w.-]+/)+[\w.-]+",
-    r"{path}[\w.-]+\.(?:py|js|ts|md|json|toml|yaml|yml|txt|cfg|sh|rs|go)\b",
-    r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'|`[^`\n]{1,80}`",
-    r"\b[\w.+-]+@[\w-]+\.[\w.]+\b|https?://\S+",
-    r"\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b",
-    # a proper name: capitalised words after a lower-case word (not a sentence's first word)
-    r"(?<=[a-z,;:] )[A-Z][a-z]{2,}(?: [A-Z][a-z]+)*",
-)
-_VALUE: Final = re.compile("|".join(_VALUE_PARTS).replace("{path}", ""))
-#: ``_VALUE`` with a path or file name read only from the start of its run, for every
-#: position but the one a search resumes at. If a path fails at a position, it fails at every
-#: later one in the same run (a match from inside the run is one from its start, shortened),
-#: so these are the same matches, without reading a run again from each of its characters.
-_VALUE_LATER: Final = re.compile("|".join(_VALUE_PARTS).replace("{path}", r"(?<![\w.-])"))
-#: A run of non-space characters longer than this is a paste (a dump, a blob of ids), not a
-#: value nor a subject: it reads as a space. A run that opens a URL is kept whole (the URL
-#: alternative takes it at its first character, so nothing inside it is read again).
-_MAX_RUN: Final = 200
-_PASTE: Final = re.compile(r"(?<!\S)(?![(<\[\"'`]?https?://)\S{" + str(_MAX_RUN + 1) + ",}")
 _WORD: Final = re.compile(r"[a-z]{3,}")
 #: Prohibitions add up ("never use port A for job 2", "never use port B for job 3"): one
 #: replaces another only when it says it changes something.
 _PROHIBITION: Final = re.compile(
     r"^\W*(?:\w+[,:]\s+)?(?:never|don'?t|do not|must not|mustn'?t|avoid|no)\b", re.IGNORECASE
 )
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
 #: Words that say a value changed; they are not part of the subject.
-_CHANGE: Final = frozenset(
-    [
-        "now",
-        "update",
-        "updated",
-        "change",
-        "changed",
-        "instead",
-        "actually",
-        "correction",
-        "rather",
-        "new",
-        "newer",
-        "moved",
-        "raise",
-        "raised",
-        "lower",
-        "lowered",
-        "increase",
-        "increased",
-        "decrease",
-        "decreased",
-        "switch",
-        "switched",
-        "bump",
-        "bumped",
-        "longer",
-        "scratch",
-        "forget",
-        "revised",
-        "revise",
-        "set",
-        "reset",
-        "make",
-        "made",
-    ]
+_CHANGE: Final = _word_set(
+    "now update updated change changed instead actually correction rather new newer moved "
+    "raise raised lower lowered increase increased decrease decreased switch switched bump "
+    "bumped longer scratch forget revised revise set reset make made"
 )
-_STOP: Final = frozenset(
-    [
-        "the",
-        "and",
-        "for",
-        "are",
-        "was",
-        "were",
-        "our",
-        "your",
-        "you",
-        "this",
-        "that",
-        "with",
-        "from",
-        "into",
-        "its",
-        "has",
-        "have",
-        "had",
-        "will",
-        "shall",
-        "been",
-        "being",
-        "not",
-        "but",
-        "any",
-        "all",
-        "can",
-        "per",
-        "let",
-        "lets",
-        "please",
-        "also",
-        "just",
-        "then",
-        "than",
-        "there",
-        "here",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "when",
-        "where",
-        "how",
-        "why",
-        "about",
-        "over",
-        "under",
-        "again",
-        "should",
-        "would",
-        "could",
-        "must",
-        "never",
-        "always",
-        "only",
-        "don",
-    ]
+_STOP: Final = _word_set(
+    "the and for are was were our your you this that with from into its has have had will "
+    "shall been being not but any all can per let lets please also just then than there here "
+    "what which who whom when where how why about over under again should would could must "
+    "never always only don"
 )
 _FILLER: Final = re.compile(
     r"^\W*(ok(?:ay)?|thanks?(?: you)?|thx|great|cool|nice|sure|yes|no|yep|nope|got it|sounds "
@@ -221,32 +116,6 @@ class Statement:
         return PRIORITY[self.kind]
 
 
-def _unpasted(text: str) -> str:
-    """``text`` with every run of more than [`_MAX_RUN`][] non-space characters (not a URL)
-    read as a space: the value alternatives may scan a run from each of its positions, so
-    bounding the run keeps a read linear in the text's length."""
-    return _PASTE.sub(" ", text) if len(text) > _MAX_RUN else text
-
-
-def _values(text: str) -> Iterator[re.Match[str]]:
-    """``_VALUE.finditer(text)``, each run read a bounded number of times: at the position a
-    search resumes at (where the previous value ended, maybe inside a run) every alternative
-    is tried; further on, a path only from the start of a run ([`_VALUE_LATER`][])."""
-    pos, end = 0, len(text)
-    while pos < end:
-        found = _VALUE.match(text, pos) or _VALUE_LATER.search(text, pos + 1)
-        if found is None:
-            return
-        yield found
-        pos = found.end()
-
-
-def values_of(text: str) -> tuple[str, ...]:
-    """The values a sentence carries (numbers, codes, versions, paths, quoted text, names)."""
-    found = _values(_unpasted(text))
-    return tuple(dict.fromkeys(m.group(0).strip(".,") for m in found))
-
-
 def subject_of(text: str) -> frozenset[str]:
     """The words a sentence is about once its values and change-words are taken out."""
     text = _unpasted(text)
@@ -263,6 +132,46 @@ def _changes(text: str) -> bool:
     return any(w in _CHANGE for w in _WORD.findall(text.lower()))
 
 
+@attrs.frozen(slots=True)
+class _Reading:
+    """What [`supersedes`][] reads of one sentence."""
+
+    values: frozenset[str]
+    subject: frozenset[str]
+    changes: bool
+    prohibition: bool
+
+
+@functools.lru_cache(maxsize=_READINGS)
+def _read(text: str) -> _Reading:
+    """One sentence read, kept by its text for as long as it is among the last
+    ``_READINGS`` read: a run in a loop meets the same sentences again (the person's
+    messages still in view, the ledger it carries), so reading them is paid once."""
+    return _Reading(
+        frozenset(values_of(text)),
+        subject_of(text),
+        _changes(text),
+        _PROHIBITION.match(text) is not None,
+    )
+
+
+def _supersedes(new: _Reading, old: _Reading) -> bool:
+    a, b = new.subject, old.subject
+    if not a or not b or a.isdisjoint(b):
+        return False  # the cheapest answer first: most pairs share no word of their subject
+    new_values, old_values = new.values, old.values
+    if not new_values or not old_values or new_values == old_values:
+        return False
+    if not (old_values - new_values):
+        return False  # nothing of the older value is replaced: it adds, it does not change
+    shared = len(a & b)
+    jaccard = shared / len(a | b)
+    changes = new.changes
+    if jaccard >= 0.6 and (changes or not old.prohibition):
+        return True
+    return changes and shared >= 2 and (jaccard >= 0.4 or shared / len(b) >= 0.75)
+
+
 def supersedes(newer: str, older: str) -> bool:
     """Whether ``newer`` states a new value for the subject ``older`` was about.
 
@@ -272,48 +181,95 @@ def supersedes(newer: str, older: str) -> bool:
     Prohibitions accumulate: a "never ..." is replaced only by a sentence that says it
     changes something.
     """
-    return Sentences().supersedes(newer, older)
+    return _supersedes(_read(newer), _read(older))
 
 
 class Sentences:
-    """[`supersedes`][] over many pairs, each sentence read once.
-
-    Comparing every later sentence with every earlier one reads each of them many times, and
-    reading (the value regex) is what costs: this keeps each sentence's values and subject for
-    as long as the object lives (one call of its owner), so the answers are the same."""
-
-    def __init__(self) -> None:
-        self._values: dict[str, set[str]] = {}
-        self._subjects: dict[str, frozenset[str]] = {}
-
-    def _values_of(self, text: str) -> set[str]:
-        found = self._values.get(text)
-        if found is None:
-            found = self._values[text] = set(values_of(text))
-        return found
-
-    def _subject_of(self, text: str) -> frozenset[str]:
-        found = self._subjects.get(text)
-        if found is None:
-            found = self._subjects[text] = subject_of(text)
-        return found
+    """[`supersedes`][] over many pairs, each sentence read once (the readings are kept
+    across calls by their text, see [`superseded`][])."""
 
     def supersedes(self, newer: str, older: str) -> bool:
         """As [`supersedes`][]."""
-        new_values, old_values = self._values_of(newer), self._values_of(older)
-        if not new_values or not old_values or new_values == old_values:
-            return False
-        if not (old_values - new_values):
-            return False  # nothing of the older value is replaced: it adds, it does not change
-        a, b = self._subject_of(newer), self._subject_of(older)
-        if not a or not b:
-            return False
-        shared = len(a & b)
-        jaccard = shared / len(a | b)
-        changes = _changes(newer)
-        if jaccard >= 0.6 and (changes or not _PROHIBITION.match(older)):
-            return True
-        return changes and shared >= 2 and (jaccard >= 0.4 or shared / len(b) >= 0.75)
+        return _supersedes(_read(newer), _read(older))
+
+
+class Subjects:
+    """Sentences indexed by the words of their subjects: which of them a newer sentence
+    supersedes, comparing it only with those that share a word of its subject (a
+    supersession needs one), so a list of hundreds is not read whole for every newcomer.
+    A sentence may be added more than once; it stays until removed as often."""
+
+    __slots__ = ("_by_word", "_count", "_size")
+
+    def __init__(self, texts: Iterable[str] = ()) -> None:
+        self._by_word: dict[str, dict[str, _Reading]] = {}
+        self._count: dict[str, int] = {}
+        self._size = 0
+        for text in texts:
+            self.add(text)
+
+    def __len__(self) -> int:
+        return self._size
+
+    def add(self, text: str) -> None:
+        self._size += 1
+        count = self._count.get(text, 0)
+        self._count[text] = count + 1
+        if count:
+            return
+        reading = _read(text)
+        for word in reading.subject:
+            self._by_word.setdefault(word, {})[text] = reading
+
+    def remove(self, text: str) -> None:
+        count = self._count.pop(text, 0)
+        self._size -= min(count, 1)
+        if count > 1:
+            self._count[text] = count - 1
+            return
+        for word in _read(text).subject:
+            held = self._by_word.get(word)
+            if held is not None:
+                held.pop(text, None)
+                if not held:
+                    del self._by_word[word]
+
+    def superseded_by(self, newer: str, into: set[str] | None = None) -> set[str]:
+        """The sentences held that ``newer`` supersedes (added to ``into``).
+
+        Walking the index counts the words each held sentence shares with ``newer``; only a
+        pair whose count could pass (Jaccard >= 0.4, or three quarters of the older subject)
+        is read further, so a common word costs a count, not a comparison."""
+        out = set() if into is None else into
+        new = _read(newer)
+        a = len(new.subject)
+        if not new.values or not a:
+            return out
+        shared: dict[str, int] = {}
+        get = shared.get
+        for word in new.subject:
+            for text in self._by_word.get(word, ()):
+                shared[text] = get(text, 0) + 1
+        for text, n in shared.items():
+            if text in out:
+                continue
+            old = _read(text)
+            b = len(old.subject)
+            if (n / (a + b - n) >= 0.4 or n / b >= 0.75) and _supersedes(new, old):
+                out.add(text)
+        return out
+
+
+def superseded(newer: Iterable[str], older: Iterable[str]) -> set[str]:
+    """The sentences of ``older`` that some sentence of ``newer`` supersedes: the same answer
+    as asking [`supersedes`][] of every pair, in time linear in the two lists ([`Subjects`][]).
+    Every sentence is read once, and the readings are kept between calls (``_read``)."""
+    index = Subjects(older)
+    out: set[str] = set()
+    if index._by_word:
+        for text in newer:
+            index.superseded_by(text, out)
+    return out
 
 
 def _kind(sentence: str) -> StatementKind | None:
@@ -336,21 +292,32 @@ def statements(text: str, seen: set[str] | None = None) -> list[Statement]:
     already in ``seen`` (normalised; updated here) are left out."""
     seen = set() if seen is None else seen
     out: list[Statement] = []
-    for match in _SENTENCE.finditer(text[:_MAX_SCAN]):
+    for key, statement in _read_message(text[:_MAX_SCAN]):
+        if key not in seen:
+            seen.add(key)
+            out.append(statement)
+    return out
+
+
+@functools.lru_cache(maxsize=_MESSAGES)
+def _read_message(text: str) -> tuple[tuple[str, Statement], ...]:
+    """Every sentence of ``text`` worth carrying, with its normalised key (repeats included:
+    what is new depends on what the caller has seen). Kept by the text for as long as it is
+    among the last ``_MESSAGES`` read: a run in a loop reads the same messages again, and
+    a changed message is a new text, read again."""
+    out: list[tuple[str, Statement]] = []
+    for match in _SENTENCE.finditer(text):
         sentence = " ".join(match.group(0).split())
         if len(sentence) < 4:
-            continue
-        key = sentence.lower().rstrip(".!? ")
-        if key in seen:
             continue
         kind = _kind(sentence)
         if kind is None:
             continue
-        seen.add(key)
+        key = sentence.lower().rstrip(".!? ")
         if len(sentence) > MAX_SENTENCE_CHARS:
             sentence = sentence[: MAX_SENTENCE_CHARS - 1] + "…"
-        out.append(Statement(kind, sentence))
-    return out
+        out.append((key, Statement(kind, sentence)))
+    return tuple(out)
 
 
 def latest(items: Iterable[Statement]) -> tuple[list[Statement], list[tuple[Statement, str]]]:
@@ -358,14 +325,18 @@ def latest(items: Iterable[Statement]) -> tuple[list[Statement], list[tuple[Stat
     pairs ``(stale, by)`` taken out, for the record."""
     kept: list[Statement] = []
     gone: list[tuple[Statement, str]] = []
-    sentences = Sentences()
+    index = Subjects()
     for item in items:
-        still: list[Statement] = []
-        for old in kept:
-            if sentences.supersedes(item.text, old.text):
-                gone.append((old, item.text))
-            else:
-                still.append(old)
-        still.append(item)
-        kept = still
+        hit = index.superseded_by(item.text)
+        if hit:
+            still: list[Statement] = []
+            for old in kept:
+                if old.text in hit:
+                    gone.append((old, item.text))
+                    index.remove(old.text)
+                else:
+                    still.append(old)
+            kept = still
+        kept.append(item)
+        index.add(item.text)
     return kept, gone
