@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compaction import ApproximateCounter, assistant, default_pipeline, system, user
 from compaction.memory._values import _MAX_RUN, _VALUE, _values
 from compaction.memory.ledger import MAX_FACTS, MAX_STATEMENTS, Ledger
 from compaction.memory.words import (
@@ -100,3 +102,43 @@ def test_latest_by_index_is_latest_pair_by_pair(texts):
         ledger._state(item)
     assert ledger.said == kept[-MAX_STATEMENTS:]
     assert ledger.stale == [(old.text, by) for old, by in gone][-MAX_FACTS:]
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Job 1 must use port 8001.", "Job 2 must use port 8002."),
+        ("Job 1 must use port 8001.", "Job 2 must now use port 8001."),
+        ("Send the EU report to ann@corp.example.", "Send the US report to bob@corp.example."),
+        ("Send the EU report to ann@corp.example.", "Now send the US report to bob@corp.example."),
+        ("Plan A costs $300.", "Plan B costs $900."),
+        ("Room 4 is booked for Monday.", "Room 7 is booked for Tuesday."),
+        ("Ship v1.2 to Acme.", "Ship v1.3 to Globex."),
+        ("Rule 3: never use port 1003.", "Rule 4: never use port 1004."),
+    ],
+)
+def test_two_things_that_differ_in_a_short_name_or_number_are_two_subjects(older, newer):
+    assert not supersedes(newer, older)
+
+
+@pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        ("Job 1 must use port 8001.", "Update: job 1 must use port 8011 now."),
+        ("Send the EU report to ann@corp.example.", "Now send the EU report to bob@corp.example."),
+        ("Plan A costs $300.", "Correction: plan A costs $350."),
+        ("A cap of $300 applies to the budget.", "Update: the budget cap is now $400."),
+    ],
+)
+def test_the_same_named_thing_with_a_new_value_is_still_superseded(older, newer):
+    assert supersedes(newer, older)
+
+
+def test_both_rules_about_two_jobs_reach_the_model():
+    said = {2: "Job 1 must use port 8001.", 6: "Job 2 must use port 8002."}
+    messages = [system("You are an ops assistant."), user("Help me run the nightly jobs.")]
+    for turn in range(30):
+        messages += [user(said.get(turn, "Interesting, go on.")), assistant("A long answer. " * 30)]
+    result = default_pipeline(counter=ApproximateCounter()).compact(messages, target=900)
+    sent = "\n".join(m.content for m in result.messages)
+    assert "port 8001" in sent and "port 8002" in sent

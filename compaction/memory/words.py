@@ -13,7 +13,11 @@ different value (a budget cap, a deadline, a branch, a version) replaces the ear
 the stale value is never carried as if it were current. "Same subject" is decided on the words
 that are left when the values are taken out, so "The budget cap is $4,700" and "Update: the
 budget cap is now $6,200" are one subject, while "the staging host is db-7" and "the prod host
-is db-9" are two.
+is db-9" are two. What names which thing a sentence is about counts as subject too, however
+short ([`names_of`][]): "Job 1 must use port 8001" and "Job 2 must use port 8002", "the EU
+report" and "the US report", "Plan A" and "Plan B" are two subjects. When unsure, both are
+kept: a sentence that replaces more than one of the older one's values could be naming
+another thing as well as changing its value.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ __all__ = [
     "StatementKind",
     "Subjects",
     "statements",
+    "names_of",
     "subject_of",
     "superseded",
     "supersedes",
@@ -97,6 +102,14 @@ _STOP: Final = _word_set(
     "what which who whom when where how why about over under again should would could must "
     "never always only don"
 )
+#: Short capitals that name a thing ("EU", "Plan B", "QA"), and those that do not.
+_SHORT_CAPS: Final = re.compile(r"\b[A-Z][A-Z0-9]{0,2}\b")
+_NOT_NAMES: Final = frozenset({"I", "OK", "AM", "PM"})
+#: A noun and its number in front of a verb: "Job 1 must", "Room 4 is", "Plan 2 costs".
+_NUMBERED: Final = re.compile(
+    r"\b([A-Za-z]{2,}) (\d{1,3}|[A-Z])\b(?= (?:must|is|are|was|were|should|shall|will|can|"
+    r"cannot|may|costs?|has|have|needs?|uses?|runs?|gets?|goes|only|never|always)\b)"
+)
 _FILLER: Final = re.compile(
     r"^\W*(ok(?:ay)?|thanks?(?: you)?|thx|great|cool|nice|sure|yes|no|yep|nope|got it|sounds "
     r"good|perfect|interesting|hmm+|lol|right|alright|continue|go on|go ahead)\W*$",
@@ -116,16 +129,36 @@ class Statement:
         return PRIORITY[self.kind]
 
 
-def subject_of(text: str) -> frozenset[str]:
-    """The words a sentence is about once its values and change-words are taken out."""
+def _bare(text: str) -> str:
+    """``text`` with its values read as spaces."""
     text = _unpasted(text)
     pieces: list[str] = []
     pos = 0
     for m in _values(text):
         pieces += (text[pos : m.start()], " ")
         pos = m.end()
-    bare = ("".join(pieces) + text[pos:]).lower()
+    return "".join(pieces) + text[pos:]
+
+
+def subject_of(text: str) -> frozenset[str]:
+    """The words a sentence is about once its values and change-words are taken out."""
+    bare = _bare(text).lower()
     return frozenset(w for w in _WORD.findall(bare) if w not in _STOP and w not in _CHANGE)
+
+
+def names_of(text: str) -> frozenset[str]:
+    """What names *which* thing a sentence is about, beyond its words: short capitals ("EU",
+    "US", "Plan A") and a number right after the noun a verb follows ("Job 1 must ...",
+    "Room 4 is ..."). Two sentences that differ here are about two things, whatever their
+    other words share."""
+    bare = _bare(text)
+    out = {f"={m.group(1).lower()} {m.group(2)}" for m in _NUMBERED.finditer(text)}
+    for m in _SHORT_CAPS.finditer(bare):
+        name = m.group(0)
+        if name in _NOT_NAMES or (name == "A" and not bare[: m.start()].strip(" \t\"'([")):
+            continue  # a pronoun, "OK", or the article opening the sentence
+        out.add(name)
+    return frozenset(out)
 
 
 def _changes(text: str) -> bool:
@@ -138,6 +171,7 @@ class _Reading:
 
     values: frozenset[str]
     subject: frozenset[str]
+    names: frozenset[str]
     changes: bool
     prohibition: bool
 
@@ -150,6 +184,7 @@ def _read(text: str) -> _Reading:
     return _Reading(
         frozenset(values_of(text)),
         subject_of(text),
+        names_of(text),
         _changes(text),
         _PROHIBITION.match(text) is not None,
     )
@@ -159,11 +194,16 @@ def _supersedes(new: _Reading, old: _Reading) -> bool:
     a, b = new.subject, old.subject
     if not a or not b or a.isdisjoint(b):
         return False  # the cheapest answer first: most pairs share no word of their subject
+    if new.names != old.names:
+        return False  # "Job 1" and "Job 2", "the EU report" and "the US report": two things
     new_values, old_values = new.values, old.values
     if not new_values or not old_values or new_values == old_values:
         return False
-    if not (old_values - new_values):
+    replaced = len(old_values - new_values)
+    if not replaced:
         return False  # nothing of the older value is replaced: it adds, it does not change
+    if replaced > 1:
+        return False  # which of them names the thing and which is its value? Keep both.
     shared = len(a & b)
     jaccard = shared / len(a | b)
     changes = new.changes
@@ -175,7 +215,9 @@ def _supersedes(new: _Reading, old: _Reading) -> bool:
 def supersedes(newer: str, older: str) -> bool:
     """Whether ``newer`` states a new value for the subject ``older`` was about.
 
-    Both must carry a value, the values must differ, and the subjects must be the same: nearly
+    Both must carry a value, the newer must replace exactly one of the older's values (two or
+    more: it may be about another thing, so both are kept), they must name the same things
+    ([`names_of`][]), and the subjects must be the same: nearly
     the same words (Jaccard >= 0.6), or, when the newer sentence says it changes something
     ("now", "instead", "update", ...), a good share of them (>= 0.4, at least two words).
     Prohibitions accumulate: a "never ..." is replaced only by a sentence that says it
