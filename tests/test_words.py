@@ -142,3 +142,22 @@ def test_both_rules_about_two_jobs_reach_the_model():
     result = default_pipeline(counter=ApproximateCounter()).compact(messages, target=900)
     sent = "\n".join(m.content for m in result.messages)
     assert "port 8001" in sent and "port 8002" in sent
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_SENTENCES, max_size=16), st.lists(_SENTENCES, max_size=4))
+def test_a_note_merged_into_a_new_ledger_reads_as_its_statements_one_by_one(texts, more):
+    record = {"facts": {"said": [("fact", t) for t in texts]}, "replaces": []}
+    merged = Ledger()
+    merged.merge(record)
+    one_by_one = Ledger()
+    for t in texts:  # what absorbing a ledger was: each new sentence stated in turn
+        key = t.lower().rstrip(".!? ")
+        if key not in one_by_one.seen:
+            one_by_one.seen.add(key)
+            one_by_one._state(Statement("fact", t))
+    assert (merged.said, merged.stale) == (one_by_one.said, one_by_one.stale)
+    for t in more:  # and it goes on as the other would
+        merged._state(Statement("rule", t))
+        one_by_one._state(Statement("rule", t))
+    assert (merged.said, merged.stale) == (one_by_one.said, one_by_one.stale)

@@ -38,7 +38,7 @@ from .facts import (
     open_todos,
 )
 from .transcript import is_note, is_person_written, message_ref, provenance
-from .words import PRIORITY, Statement, Subjects, latest, statements
+from .words import PRIORITY, Statement, Subjects, closed, latest, statements
 
 __all__ = ["MAX_FACTS", "MAX_STATEMENTS", "Ledger", "ledger_of"]
 
@@ -242,10 +242,21 @@ class Ledger:
         # empty kinds are skipped without a loop (a layer absorbs every removed message, for
         # every cut it tries).
         if other.said:
+            fresh: list[Statement] = []
             for statement in other.said:
                 key = statement.text.lower().rstrip(".!? ")
                 if key not in self.seen:
                     self.seen.add(key)
+                    fresh.append(statement)
+            if not self.said and len(fresh) <= MAX_STATEMENTS:
+                # A new ledger taking an older one's statements (a note merged): the same
+                # as stating them one by one, answered once for the list.
+                kept, gone = latest(fresh)
+                self.said, self.said_closed = kept, True
+                self.stale.extend((old.text, by) for old, by in gone)
+                del self.stale[:-MAX_FACTS]
+            else:
+                for statement in fresh:
                     self._state(statement)
         if other.stale:
             self.stale.extend(other.stale)
@@ -322,6 +333,8 @@ class Ledger:
 
     def record(self) -> dict[str, Any]:
         """The ledger as plain data, for the note's provenance."""
+        if self.said_closed:
+            closed(self.said)  # read back from the note, it need not be checked again
         return {
             "messages": self.messages,
             "steps": self.steps,

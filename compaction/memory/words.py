@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from itertools import chain
 from typing import Final, Literal
 
 import attrs
@@ -38,6 +40,8 @@ __all__ = [
     "Statement",
     "StatementKind",
     "Subjects",
+    "closed",
+    "latest",
     "statements",
     "names_of",
     "subject_of",
@@ -260,8 +264,9 @@ class Subjects:
         if count:
             return
         reading = _read(text)
-        for word in reading.subject:
-            self._by_word.setdefault(word, {})[text] = reading
+        if reading.values:  # a sentence without a value is never superseded: no need to find it
+            for word in reading.subject:
+                self._by_word.setdefault(word, {})[text] = reading
 
     def remove(self, text: str) -> None:
         count = self._count.pop(text, 0)
@@ -287,11 +292,8 @@ class Subjects:
         a = len(new.subject)
         if not new.values or not a:
             return out
-        shared: dict[str, int] = {}
-        get = shared.get
-        for word in new.subject:
-            for text in self._by_word.get(word, ()):
-                shared[text] = get(text, 0) + 1
+        by_word = self._by_word
+        shared = Counter(chain.from_iterable(by_word.get(w, ()) for w in new.subject))
         for text, n in shared.items():
             if text in out:
                 continue
@@ -364,7 +366,41 @@ def _read_message(text: str) -> tuple[tuple[str, Statement], ...]:
 
 def latest(items: Iterable[Statement]) -> tuple[list[Statement], list[tuple[Statement, str]]]:
     """``items`` (oldest first) with every statement a later one supersedes taken out; and the
-    pairs ``(stale, by)`` taken out, for the record."""
+    pairs ``(stale, by)`` taken out, for the record.
+
+    The answer is kept for the last few lists asked about or said to be closed
+    ([`closed`][]): a loop carries the same ledger from one run to the next, and a ledger
+    read back from a note is checked again before it is trusted."""
+    key = tuple(items)
+    found = _LATEST.get(key)
+    if found is None:
+        found = _latest(key)
+        _keep(key, found)
+    return list(found[0]), list(found[1])
+
+
+def closed(items: Sequence[Statement]) -> None:
+    """Say that no statement of ``items`` supersedes an earlier one (a ledger's own list, as
+    [`latest`][] left it): [`latest`][] then answers for it without reading it again."""
+    key = tuple(items)
+    _keep(key, (key, ()))
+
+
+_Latest = tuple[tuple[Statement, ...], tuple[tuple[Statement, str], ...]]
+_LATEST: dict[tuple[Statement, ...], _Latest] = {}
+
+
+def _keep(key: tuple[Statement, ...], answer: _Latest) -> None:
+    _LATEST.pop(key, None)
+    _LATEST[key] = answer
+    while len(_LATEST) > 64:
+        try:
+            del _LATEST[next(iter(_LATEST))]
+        except (KeyError, RuntimeError, StopIteration):  # another thread took it first
+            break
+
+
+def _latest(items: tuple[Statement, ...]) -> _Latest:
     kept: list[Statement] = []
     gone: list[tuple[Statement, str]] = []
     index = Subjects()
@@ -381,4 +417,4 @@ def latest(items: Iterable[Statement]) -> tuple[list[Statement], list[tuple[Stat
             kept = still
         kept.append(item)
         index.add(item.text)
-    return kept, gone
+    return tuple(kept), tuple(gone)
