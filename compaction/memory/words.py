@@ -321,7 +321,7 @@ def _kind(sentence: str) -> StatementKind | None:
         return None
     if _RULE.search(sentence):
         return "rule"
-    has_value = bool(values_of(sentence))
+    has_value = next(_values(_unpasted(sentence)), None) is not None  # the first will do
     if has_value and _RULE_WITH_VALUE.search(sentence):
         return "rule"
     if has_value:
