@@ -42,8 +42,8 @@ __all__ = [
     "Subjects",
     "closed",
     "latest",
-    "statements",
     "names_of",
+    "statements",
     "subject_of",
     "superseded",
     "supersedes",
@@ -57,9 +57,10 @@ PRIORITY: Final[dict[str, int]] = {"rule": 3, "fact": 2, "goal": 1}
 MAX_SENTENCE_CHARS: Final = 400
 #: Only the first this many characters of a message are read (a pasted log is not a rule).
 _MAX_SCAN: Final = 20_000
-#: Sentences whose reading is kept (``_read``), and messages whose statements are.
+#: Sentences whose reading is kept (``_read``), and messages whose statements are: bounded
+#: (sentences are at most ``MAX_SENTENCE_CHARS``, messages are read up to ``_MAX_SCAN``).
 _READINGS: Final = 16_384
-_MESSAGES: Final = 4_096
+_MESSAGES: Final = 1_024
 
 _SENTENCE: Final = re.compile(r"(?:[^\n.!?]|[.!?](?=[\w/\\]))+(?:[.!?]+|\n|$)")
 #: Words that instruct or constrain on their own ("never", "must", "at most", "prefer").
