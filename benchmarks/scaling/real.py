@@ -202,7 +202,8 @@ def section(result: dict[str, Any]) -> list[str]:
     if fit:
         k = fit["cold"]["exponent"]
         lo, hi = fit["cold"]["exponent_interval"]
-        lines += [f"Cold `compact()`: k = {k:.3f} (95% interval {lo:.3f} to {hi:.3f}).", ""]
+        spread = f" (95% interval {lo:.3f} to {hi:.3f})" if hi > lo else " (one run a size)"
+        lines += [f"Cold `compact()`: k = {k:.3f}{spread}.", ""]
     lines += [
         "| messages | tokens | floor s | cold s | cold/floor | live floor s | live s | "
         "live/floor | ladder runs |",
