@@ -38,7 +38,7 @@ from .facts import (
     open_todos,
 )
 from .transcript import is_note, is_person_written, original_refs, provenance
-from .words import PRIORITY, Sentences, Statement, latest, statements
+from .words import PRIORITY, Statement, Subjects, closed, latest, statements
 
 __all__ = ["MAX_FACTS", "MAX_STATEMENTS", "Ledger", "ledger_of"]
 
@@ -88,7 +88,8 @@ class Ledger:
         # list re-read per statement. Only ``from_record`` (a record anyone may have
         # written) leaves it False.
         self.said_closed = True
-        self.sentences: Sentences | None = None  # each sentence read once, for this ledger
+        # ``said`` indexed by subject (the list it indexes, the index): see ``_subjects``
+        self.sentences: tuple[list[Statement], Subjects] | None = None
         self.stale: list[tuple[str, str]] = []  # (superseded sentence, by)
         self.seen: set[str] = set()
         self.files: dict[str, None] = {}
@@ -155,20 +156,35 @@ class Ledger:
             self.said_closed = True
             return
         # ``latest`` over the closed list and the new statement: the list's own statements
-        # supersede none of their elders, so only the new one can take any out.
-        if self.sentences is None:
-            self.sentences = Sentences()
-        supersedes = self.sentences.supersedes
+        # supersede none of their elders, so only the new one can take any out, and only
+        # those that share a word of its subject can be (the index says which).
+        said, index = self.said, self._subjects()
         text = statement.text
-        still: list[Statement] = []
-        for old in self.said:
-            if supersedes(text, old.text):
-                self.stale.append((old.text, text))
-            else:
-                still.append(old)
-        still.append(statement)
-        self.said = still[-MAX_STATEMENTS:]
+        hit = index.superseded_by(text)
+        if hit:
+            still: list[Statement] = []
+            for old in said:
+                if old.text in hit:
+                    self.stale.append((old.text, text))
+                    index.remove(old.text)
+                else:
+                    still.append(old)
+            said[:] = still
+        said.append(statement)
+        index.add(text)
+        if len(said) > MAX_STATEMENTS:
+            for old in said[:-MAX_STATEMENTS]:
+                index.remove(old.text)
+            del said[:-MAX_STATEMENTS]
         del self.stale[:-MAX_FACTS]
+
+    def _subjects(self) -> Subjects:
+        """The index of ``said`` by subject, built again when ``said`` was replaced or
+        changed in place by anything but ``_state``."""
+        held = self.sentences
+        if held is None or held[0] is not self.said or len(held[1]) != len(self.said):
+            held = self.sentences = (self.said, Subjects(s.text for s in self.said))
+        return held[1]
 
     def _add_call(self, call_id: str, name: str, arguments: str) -> None:
         args = call_arguments(arguments)
@@ -227,10 +243,21 @@ class Ledger:
         # empty kinds are skipped without a loop (a layer absorbs every removed message, for
         # every cut it tries).
         if other.said:
+            fresh: list[Statement] = []
             for statement in other.said:
                 key = statement.text.lower().rstrip(".!? ")
                 if key not in self.seen:
                     self.seen.add(key)
+                    fresh.append(statement)
+            if not self.said and len(fresh) <= MAX_STATEMENTS:
+                # A new ledger taking an older one's statements (a note merged): the same
+                # as stating them one by one, answered once for the list.
+                kept, gone = latest(fresh)
+                self.said, self.said_closed = kept, True
+                self.stale.extend((old.text, by) for old, by in gone)
+                del self.stale[:-MAX_FACTS]
+            else:
+                for statement in fresh:
                     self._state(statement)
         if other.stale:
             self.stale.extend(other.stale)
@@ -307,6 +334,8 @@ class Ledger:
 
     def record(self) -> dict[str, Any]:
         """The ledger as plain data, for the note's provenance."""
+        if self.said_closed:
+            closed(self.said)  # read back from the note, it need not be checked again
         return {
             "messages": self.messages,
             "steps": self.steps,

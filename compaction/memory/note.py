@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
-from .words import PRIORITY, Sentences, Statement, statements
+from .words import PRIORITY, Statement, statements, superseded
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -187,12 +187,8 @@ def _current(ledger: Ledger, later: Sequence[str]) -> list[Statement]:
     if not ledger.said or not later:
         return list(ledger.said)
     later_sentences = [s.text for text in later for s in statements(text)]
-    sentences = Sentences()
-    return [
-        s
-        for s in ledger.said
-        if not any(sentences.supersedes(newer, s.text) for newer in later_sentences)
-    ]
+    stale = superseded(later_sentences, [s.text for s in ledger.said])
+    return [s for s in ledger.said if s.text not in stale]
 
 
 def choose(items: Sequence[tuple[str, int]], room: int) -> list[int]:
