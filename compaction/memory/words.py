@@ -108,7 +108,9 @@ _STOP: Final = _word_set(
     "never always only don"
 )
 #: Short capitals that name a thing ("EU", "Plan B", "QA"), and those that do not.
-_SHORT_CAPS: Final = re.compile(r"\b[A-Z][A-Z0-9]{0,2}\b")
+#: A word in capitals names a thing ("EU", "Plan A", a code such as "PBUDH"): two sentences
+#: with different ones are about two things, however alike the rest reads.
+_SHORT_CAPS: Final = re.compile(r"\b[A-Z][A-Z0-9]{0,15}\b")
 _NOT_NAMES: Final = frozenset({"I", "OK", "AM", "PM"})
 #: A noun and its number in front of a verb: "Job 1 must", "Room 4 is", "Plan 2 costs".
 _NUMBERED: Final = re.compile(
@@ -152,10 +154,10 @@ def subject_of(text: str) -> frozenset[str]:
 
 
 def names_of(text: str) -> frozenset[str]:
-    """What names *which* thing a sentence is about, beyond its words: short capitals ("EU",
-    "US", "Plan A") and a number right after the noun a verb follows ("Job 1 must ...",
-    "Room 4 is ..."). Two sentences that differ here are about two things, whatever their
-    other words share."""
+    """What names *which* thing a sentence is about, beyond its words: words in capitals
+    ("EU", "US", "Plan A", a code such as "PBUDH") and a number right after the noun a verb
+    follows ("Job 1 must ...", "Room 4 is ..."). Two sentences that differ here are about two
+    things, whatever their other words share."""
     bare = _bare(text)
     out = {f"={m.group(1).lower()} {m.group(2)}" for m in _NUMBERED.finditer(text)}
     for m in _SHORT_CAPS.finditer(bare):
