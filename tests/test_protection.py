@@ -177,7 +177,7 @@ def test_the_default_ladders_end_with_the_last_resort():
 
     assert DEFAULT_LADDER[-1] == "fit" and registry.get("fit") is Fit
     names = [s.name for s in default_pipeline().strategies]
-    assert names == ["tool_results", "sliding_window", "summary", "fit"]
+    assert names == ["dedupe", "tool_results", "sliding_window", "summary", "fit"]
     compactor = Compactor(None, 10_000)
     assert [s.name for s in compactor.pipeline.strategies] == names
     strict = Compactor(None, 10_000, strict_floor=True)
