@@ -133,3 +133,66 @@ def test_pydantic_ai_sends_the_tool_calls_in_its_history():
                         assert part.args_as_dict() == made[part.tool_call_id]
                         shown += 1
     assert shown >= 2 * len(TURNS)
+
+
+def test_agents_sdk_sends_the_calls_the_model_made(tmp_path):
+    import json
+    import os
+
+    os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+    agents = pytest.importorskip("agents")
+    from openai import AsyncOpenAI
+
+    from compaction.adapters.openai import from_openai
+    from compaction.integrations.openai_agents import CompactionFilter
+    from tests.model_server import ScriptedChatServer, text_reply
+
+    agents.set_tracing_disabled(True)
+    made: dict[str, str] = {}
+    asked: list[int] = []
+
+    def reply(body: dict[str, Any]) -> dict[str, Any]:
+        asked.append(1)
+        turn = len(asked)
+        if turn > len(TURNS):
+            return text_reply("Each module multiplies its argument.")
+        calls = []
+        for j, path in enumerate(TURNS[turn - 1]):
+            call_id = f"call_{turn}_{j}"
+            made[call_id] = json.dumps({"path": path})
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": made[call_id]},
+                }
+            )
+        return {"role": "assistant", "content": None, "tool_calls": calls}
+
+    @agents.function_tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        return f"# {path}\n" + BODY
+
+    counter = TiktokenCounter()
+    flt = CompactionFilter(window=WINDOW, counter=counter)
+    with ScriptedChatServer(reply) as server:
+        model = agents.OpenAIChatCompletionsModel(
+            model="local-model",
+            openai_client=AsyncOpenAI(base_url=server.base_url, api_key="test", max_retries=0),
+        )
+        agent = agents.Agent(name="reader", instructions="Read.", tools=[read_file], model=model)
+        run_config = agents.RunConfig(call_model_input_filter=flt)
+        asyncio.run(
+            agents.Runner.run(agent, "Summarise mod_1.py .. mod_6.py.", run_config=run_config)
+        )
+        requests = server.requests
+    assert flt.compactor.stats.compactions >= 2
+    shown = 0
+    for body in requests:
+        validate(from_openai(body["messages"]))
+        for message in body["messages"]:
+            for call in message.get("tool_calls") or ():
+                assert json.loads(call["function"]["arguments"]) == json.loads(made[call["id"]])
+                shown += 1
+    assert shown >= 2 * len(TURNS)
