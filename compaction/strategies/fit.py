@@ -15,11 +15,25 @@ as still needed, and each group through every pass before the next is touched:
 
 1. what is not protected, down to the target: tool outputs, largest first, then the rest;
 2. the system prompt, only when it alone is over the limit (or an earlier run cut it);
-3. the newest tool output, down to the limit: it always keeps its head and tail;
+3. the newest tool output, down to the limit: it keeps its head and tail here;
 4. every other protected message but the task, notes included (contents, then the longest
    string values anywhere in tool-call arguments, so the JSON stays valid; arguments that are
    not JSON are cut as text);
-5. the task, down to ``task_share`` of the limit, then to its head and tail (``task_min_tokens``).
+5. the arguments of calls whose result is shown whole (a ``Write``'s content beside its
+   "ok"), only while the request is still over the limit;
+6. the task, down to ``task_share`` of the limit;
+7. the newest tool outputs, their own head and tail given up: the request fitting comes first;
+8. the task, to its head and tail (``task_min_tokens``).
+
+**What identifies a step is never cut.** A tool-call argument value shorter than
+``ARG_FLOOR`` (300 characters: every path, id,
+name, URL and pattern of the real transcripts, nine commands in ten) stays whole in every
+pass; the arguments of a call whose result the model is shown whole are cut only by step 5;
+a value that is cut keeps its head (and tail) around a marker, as a cut result does. And when
+even emptying what a group may cut cannot bring the request to its aim while it already fits
+the limit (the newest step alone is over the target), a cut is taken only where it frees a
+tenth of what is still to free: a few tokens of a placeholder or of a short value move the
+request toward an aim it misses anyway, and cost what the model reads a step by.
 
 Each cut is marked in the text with how much was cut and the recall id of the original (a
 session's ``recall`` finds it), and recorded in ``meta["compaction"]`` (kind ``"truncated"``,
