@@ -165,7 +165,12 @@ def test_fit_keeps_tool_call_arguments_valid_json_when_it_cuts_them():
 def test_the_strict_floor_keeps_an_over_target_result_uncut():
     msgs = [system("s"), user("task " + "t" * 8000), assistant("ok")]
     strict = default_pipeline(counter=COUNTER, strict_floor=True)
-    assert [s.name for s in strict.strategies] == ["tool_results", "sliding_window", "summary"]
+    assert [s.name for s in strict.strategies] == [
+        "dedupe",
+        "tool_results",
+        "sliding_window",
+        "summary",
+    ]
     result = strict.compact(msgs, target=500)
     assert not result.fits and result.messages == tuple(msgs)
     fitted = default_pipeline(counter=COUNTER).compact(msgs, target=500)
