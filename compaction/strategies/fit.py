@@ -119,7 +119,8 @@ class Fit(_Cuts, Strategy):
             "cut with a recall id: what is not protected down to the target, what is protected "
             "(the newest output, then the rest, then the task, down to "
             f"{self.task_share:.0%} of the limit and then its head and tail) only down to the "
-            "hard limit, the system prompt only when it alone is over it."
+            "hard limit, the system prompt only when it alone is over it; argument values "
+            f"under {ARG_FLOOR} characters are never cut."
         )
 
     # -- the layer -----------------------------------------------------------------------------
