@@ -34,6 +34,7 @@ __version__ = "0.1.0"
 # core never imports what a user did not ask for. (`replay` the function is not exported here:
 # it would be shadowed by the `compaction.replay` module; import it from there.)
 _LAZY = {
+    "Dedupe": "compaction.strategies.dedupe",
     "ToolResults": "compaction.strategies.tool_results",
     "SlidingWindow": "compaction.strategies.sliding_window",
     "SlidingWindowStrategy": "compaction.strategies.sliding_window",
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
     from .loop import TurnLoop, chain
     from .replay import ReplayRecord, ReplayTotals
     from .sessions import Session, SessionStore
+    from .strategies.dedupe import Dedupe
     from .strategies.fit import Fit
     from .strategies.sliding_window import SlidingWindow
     from .strategies.sliding_window import SlidingWindow as SlidingWindowStrategy
@@ -92,6 +94,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "Applied",
     "Compactor",
+    "Dedupe",
     "ExtractiveSummarizer",
     "Fit",
     "FormatError",

@@ -21,21 +21,26 @@ def default_pipeline(
     summarizer: Any = None,
     strict_floor: bool = False,
 ) -> CompactionPipeline:
-    """The default ladder: ``ToolResults`` → ``SlidingWindow`` → ``Summary`` → ``Fit``.
+    """The default ladder: ``Dedupe`` → ``ToolResults`` → ``SlidingWindow`` → ``Summary`` →
+    ``Fit``.
 
-    The free layers first; then the summary (``summarizer``, default the offline extractive
+    The free layers first, the one that loses nothing the model would not fetch again (an
+    older copy of a file read again, of a command re-run with the same output) before the
+    ones that clear or drop; then the summary (``summarizer``, default the offline extractive
     one, which costs nothing); then the last resort that cuts protected messages so that the
     result fits whenever the system prompt does. ``strict_floor=True`` leaves the last resort
     out: a conversation whose protected part is over target stays over target, uncut.
     """
     # Imported here: ``import compaction`` stays cheap, and the strategies build on the
     # pipeline, not the other way round.
+    from .strategies.dedupe import Dedupe
     from .strategies.fit import Fit
     from .strategies.sliding_window import SlidingWindow
     from .strategies.summary import Summary
     from .strategies.tool_results import ToolResults
 
-    pipeline = CompactionPipeline(counter=counter).use(ToolResults()).use(SlidingWindow())
+    pipeline = CompactionPipeline(counter=counter).use(Dedupe()).use(ToolResults())
+    pipeline.use(SlidingWindow())
     if strict_floor:
         return pipeline.run(Summary(summarizer))
     return pipeline.use(Summary(summarizer)).run(Fit())

@@ -40,6 +40,7 @@ __all__ = [
 ENTRY_POINT_GROUP = "compaction.strategies"
 
 _BUILTINS: dict[str, str] = {
+    "dedupe": "compaction.strategies.dedupe:Dedupe",
     "tool_results": "compaction.strategies.tool_results:ToolResults",
     "sliding_window": "compaction.strategies.sliding_window:SlidingWindow",
     "truncate": "compaction.strategies.truncate:Truncate",

@@ -148,7 +148,7 @@ def test_compact_writes_a_smaller_valid_conversation_and_reports(tmp_path: Path)
     assert len(written.messages) == report["messages_after"] < report["messages_before"]
     assert TiktokenCounter().count_messages(written.messages) == report["tokens_after"]
     steps = {s["strategy"]: s for s in report["strategies"]}
-    assert list(steps) == ["tool_results", "sliding_window", "summary", "fit"]
+    assert list(steps) == ["dedupe", "tool_results", "sliding_window", "summary", "fit"]
     applied = [s for s in report["strategies"] if s["status"] == "applied"]
     assert sum(s["saved"] for s in applied) == report["saved"]
     assert steps["tool_results"]["status"] == "applied"

@@ -165,7 +165,12 @@ def test_fit_keeps_tool_call_arguments_valid_json_when_it_cuts_them():
 def test_the_strict_floor_keeps_an_over_target_result_uncut():
     msgs = [system("s"), user("task " + "t" * 8000), assistant("ok")]
     strict = default_pipeline(counter=COUNTER, strict_floor=True)
-    assert [s.name for s in strict.strategies] == ["tool_results", "sliding_window", "summary"]
+    assert [s.name for s in strict.strategies] == [
+        "dedupe",
+        "tool_results",
+        "sliding_window",
+        "summary",
+    ]
     result = strict.compact(msgs, target=500)
     assert not result.fits and result.messages == tuple(msgs)
     fitted = default_pipeline(counter=COUNTER).compact(msgs, target=500)
@@ -177,7 +182,7 @@ def test_the_default_ladders_end_with_the_last_resort():
 
     assert DEFAULT_LADDER[-1] == "fit" and registry.get("fit") is Fit
     names = [s.name for s in default_pipeline().strategies]
-    assert names == ["tool_results", "sliding_window", "summary", "fit"]
+    assert names == ["dedupe", "tool_results", "sliding_window", "summary", "fit"]
     compactor = Compactor(None, 10_000)
     assert [s.name for s in compactor.pipeline.strategies] == names
     strict = Compactor(None, 10_000, strict_floor=True)

@@ -53,19 +53,25 @@ def long_sessions() -> dict[str, tuple[Message, ...]]:
     return sessions
 
 
-def _free_ladder(counter: TiktokenCounter) -> CompactionPipeline:
+def _free_ladder(counter: TiktokenCounter, dedupe: bool) -> CompactionPipeline:
     tool_results = pytest.importorskip("compaction.strategies.tool_results")
-    return CompactionPipeline(counter=counter).use(tool_results.ToolResults).use(SlidingWindow)
+    pipeline = CompactionPipeline(counter=counter)
+    if dedupe:  # the default ladder's free layers start with it
+        pipeline.use("dedupe")
+    return pipeline.use(tool_results.ToolResults).use(SlidingWindow)
 
 
+@pytest.mark.parametrize("dedupe", [False, True], ids=["free", "dedupe+free"])
 @pytest.mark.parametrize("name", [p.name for p in LONG] + ["concatenation"])
-def test_free_ladder_reaches_40_percent_keeping_95_percent_of_budget(name, long_sessions, counter):
+def test_free_ladder_reaches_40_percent_keeping_95_percent_of_budget(
+    name, dedupe, long_sessions, counter
+):
     messages = long_sessions[name]
     validate(messages)
     before = counter.count_messages(messages)
     target = int(before * SIZE_FRACTION)
 
-    result = _free_ladder(counter).compact(messages, target=target)
+    result = _free_ladder(counter, dedupe).compact(messages, target=target)
 
     out = result.messages
     validate(out)

@@ -213,6 +213,49 @@ def _per_file(quality: dict[str, Any], ladder: str) -> list[str]:
     ]
 
 
+def _dedupe(dedupe: dict[str, Any] | None) -> list[str]:
+    """What the dedupe layer frees and keeps, every transcript given to it alone."""
+    from ..common.report import table
+
+    if not dedupe:
+        return []
+    t = dedupe["totals"]
+    return [
+        "",
+        "### Repeated reads (dedupe)",
+        "",
+        "`dedupe` alone, target one token (every copy it may give up): tokens freed (pooled), "
+        "the identifiers the superseded copies held that the result still names, and the "
+        "ledger's facts (files, commands and exit codes, errors, failing tests) it still reads.",
+        "",
+        *table(
+            [
+                "files (with copies)",
+                "copies",
+                "tokens freed",
+                "by format",
+                *[f"{k} kept" for k in KINDS],
+                "ledger facts kept",
+            ],
+            [
+                [
+                    f"{t['files']} ({t['files_with_copies']})",
+                    t["copies"],
+                    f"{t['freed']:,} of {t['tokens']:,} ({_pct(t['freed_share'])})",
+                    ", ".join(
+                        f"{_SHORT.get(f, f)} {_pct(v)}" for f, v in t["freed_by_format"].items()
+                    ),
+                    *[
+                        f"{_pct(t['identifiers_kept'][k])} of {t['identifier_counts'][k]:,}"
+                        for k in KINDS
+                    ],
+                    f"{_pct(t['facts_kept'])} of {t['facts']:,}",
+                ]
+            ],
+        ),
+    ]
+
+
 def markdown(quality: dict[str, Any]) -> list[str]:
     """The "## Quality" section."""
     from ..common.report import goals_table, table
@@ -331,6 +374,7 @@ def markdown(quality: dict[str, Any]) -> list[str]:
             for t in replays
         ],
     )
+    lines += _dedupe(quality.get("dedupe"))
     lines += ["", *_per_file(quality, "default")]
     errors = sorted({e for t in quality["totals"] for e in t.get("error_examples", ())})
     if errors:

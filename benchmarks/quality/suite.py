@@ -378,6 +378,7 @@ def run_quality(
 ) -> dict[str, Any]:
     """The whole suite: rows for every transcript, and totals per ladder and target."""
     from ..common import peers
+    from .dedupe import dedupe_row, dedupe_totals
     from .totals import totals
 
     chosen = [ladder for ladder in ladders() if names is None or ladder.name in names]
@@ -394,7 +395,10 @@ def run_quality(
         rows.extend(run_case(case, chosen, replay=replay))
         if (i + 1) % 10 == 0 or i + 1 == len(cases):
             progress(f"quality: {i + 1}/{len(cases)} transcripts")
+    counter = TiktokenCounter()
+    repeated = [dedupe_row(case, counter) for case in cases]
     return {
+        "dedupe": {"rows": repeated, "totals": dedupe_totals(repeated)},
         "targets": list(TARGETS),
         "compact_at": COMPACT_AT,
         "compact_to": COMPACT_TO,

@@ -11,7 +11,7 @@ __all__ = ["DEFAULT_LADDER", "build_counter", "build_ladder", "counter_label"]
 #: The free layers first, then the offline extractive summary, then the last resort that cuts
 #: protected messages so that every request fits whenever the system prompt does (a rejected request
 #: ends the run; a cut, marked and recallable, does not).
-DEFAULT_LADDER = ("tool_results", "sliding_window", "summary", "fit")
+DEFAULT_LADDER = ("dedupe", "tool_results", "sliding_window", "summary", "fit")
 
 #: A ladder file is a few lines; anything bigger is not one.
 

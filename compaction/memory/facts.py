@@ -58,12 +58,20 @@ _EDITOR_EDITS: Final = frozenset({"create", "str_replace", "insert", "undo_edit"
 
 _FAILED_WORD: Final = re.compile(r"\b(?:FAILED|FAIL|ERROR)\b")
 _NODE_ID: Final = re.compile(r"[\w./-]+\.py::[\w\[\]().,:/=+-]*[\w\]]")
+#: The pieces of a node id, each a run read once: the path before ``.py::`` (matched on the
+#: reversed text, so it is found from ``.py::`` backwards) and what follows it.
+_NODE_HEAD: Final = re.compile(r"[\w./-]*")
+_NODE_TAIL: Final = re.compile(r"[\w\[\]().,:/=+-]*")
+#: What a node id's tail may hold but not end with (the tail's characters less ``\w`` and ``]``).
+_NODE_TAIL_TRIM: Final = "[().,:/=+-"
 _DJANGO: Final = re.compile(r"^(?:FAIL|ERROR): (test\w*) \(([\w.]+)\)", re.MULTILINE)
 #: SymPy's runner heads each failure ``____ sympy/core/tests/test_arit.py:test_Mod ____``.
 _SYMPY: Final = re.compile(r"^_{3,} ([\w./-]+\.py:\w+) _{3,}$", re.MULTILINE)
 #: ExUnit numbers each failure, its location on the next line: ``  1) test x (Mod)`` then
 #: ``     test/x_test.exs:93``.
-_EXUNIT: Final = re.compile(r"^\s+\d+\) test .*\n\s+([\w./-]+\.exs:\d+)", re.MULTILINE)
+#: The indent is read within its line (``\s`` would take a run of blank lines from every one of
+#: them: quadratic on a text of newlines).
+_EXUNIT: Final = re.compile(r"^[^\S\n]+\d+\) test .*\n\s+([\w./-]+\.exs:\d+)", re.MULTILINE)
 _EXIT: Final = re.compile(
     r"<returncode>\s*(-?\d+)\s*</returncode>|\bexit(?:ed with)? (?:code|status)[: ]+(-?\d+)",
     re.IGNORECASE,
@@ -100,7 +108,7 @@ def failing_tests(text: str) -> list[str]:
     # keyword: a multi-line regex anchored at every line start is several times slower.
     if "FAIL" in text or "ERROR" in text:
         for start, end in _keyword_lines(text):
-            for node in _NODE_ID.findall(text, start, end):
+            for node in _node_ids(text, start, end):
                 found[node] = None
         if ": test" in text:
             for match in _DJANGO.finditer(text):
@@ -112,6 +120,36 @@ def failing_tests(text: str) -> list[str]:
         for match in _EXUNIT.finditer(text):
             found[match.group(1)] = None
     return list(found)
+
+
+def _node_ids(text: str, start: int, end: int) -> list[str]:
+    """The pytest node ids in ``text[start:end]``: what ``_NODE_ID.findall(text, start, end)``
+    finds, in time linear in ``end - start``.
+
+    The regex alone tries every position of a run of path characters and reads the run to its
+    end from each: quadratic on one long line (a JSON log line, a base64 payload) that holds
+    no ``.py::``. Here each ``.py::`` is found by a substring search, its path read backwards
+    (the run of path characters before it) and its tail forwards, each run once: a run before
+    a ``.py::`` ends at it (``:`` is no path character), and the search goes on after what was
+    taken, as ``findall`` does."""
+    found: list[str] = []
+    pos = start
+    while True:
+        at = text.find(".py::", pos, end)
+        if at < 0:
+            return found
+        # Both patterns are a bare ``*`` run: they always match (at worst, nothing).
+        path = _NODE_HEAD.match(text[pos:at][::-1])
+        after = _NODE_TAIL.match(text, at + 5, end)
+        head = at - (path.end() if path else 0)
+        tail = after.group().rstrip(_NODE_TAIL_TRIM) if after else ""
+        if head == at or not tail:
+            # No path before it, or nothing after it: no id starts anywhere in this run (each
+            # start in it reaches the same ``.py::`` and the same tail).
+            pos = at + 1
+            continue
+        found.append(text[head : at + 5] + tail)
+        pos = at + 5 + len(tail)
 
 
 def _keyword_lines(text: str) -> list[tuple[int, int]]:

@@ -5,6 +5,10 @@ A call's arguments are JSON as the model wrote them: the bulk may sit in a top-l
 or the arguments may not be JSON at all. The largest string leaves are cut in their middle,
 anywhere in the structure, so the JSON stays valid and keeps its shape (the same keys, the
 same list lengths); arguments that are not JSON are cut as text.
+
+What identifies a step is never cut: a value shorter than [`ARG_FLOOR`][] characters stays
+whole, and a value that is cut keeps its head (and tail) around a marker, as a cut result
+does, however tight the pass ([`ARG_KEEP_TOKENS`][], never the empty marker).
 """
 
 from __future__ import annotations
@@ -18,7 +22,24 @@ from ..memory.trace import cut_counted, cut_middle
 from ..messages import ToolCall
 from ..tokens import TokenCounter
 
-__all__ = ["shrink_call"]
+__all__ = ["ARG_FLOOR", "ARG_KEEP_TOKENS", "SHORT_MARKER", "shrink_call"]
+
+#: Argument values (string leaves, or arguments that are not JSON) shorter than this many
+#: characters are never cut. They are what names a step: a path, an id, a tool or a branch
+#: name, a URL, a pattern, a query, a one-line command. On the shared real transcripts every
+#: path, id, name, URL, pattern and query is under 170 characters and nine commands in ten
+#: under 300 (the median is under 50), while the bulk Fit must reach is far longer (a
+#: ``Write``'s content, median 2,750; an edit's new text, median 460; a heredoc command).
+#: It is the length the ledger still reads as a path ([`compaction.memory.facts`][]), so what
+#: the ledger names a step by is what the model is shown. A cut of a shorter value frees a
+#: few tokens and leaves ``read_file(path="")`` followed by a file.
+ARG_FLOOR: Final = 300
+#: What a cut value keeps of its own text, head and tail together, besides its marker, in
+#: every pass (about 50 characters at each end: the head of a command names what it runs).
+ARG_KEEP_TOKENS: Final = 24
+#: The marker of the tight passes, when even the marked cuts do not fit (a target of a few
+#: dozen tokens for several messages): it still says that, and how much, was cut.
+SHORT_MARKER: Final = "[…{cut:,} cut…]"
 
 
 def _leaves(value: Any, path: tuple[Any, ...] = ()) -> Iterable[tuple[tuple[Any, ...], str]]:
@@ -107,11 +128,15 @@ def shrink_call(
     whether every value was cut to its floor (``least``), so that needing more gives the
     same call (the caller stops tightening). ``density`` (tokens per character of the
     arguments) sizes the large values; ``seen`` remembers the counts of short texts for the
-    caller's next tries."""
-    if not call.arguments:
-        return call, need, True
+    caller's next tries. Values shorter than [`ARG_FLOOR`][] are never cut; a value is cut
+    to no less than [`ARG_KEEP_TOKENS`][] of its own text and always keeps a marker (the
+    tight pass's short one when ``marker`` is empty)."""
+    if len(call.arguments) < ARG_FLOOR:
+        return call, need, True  # no value in it is long enough to cut
     if need <= 0:
         return call, need, False
+    marker = marker or SHORT_MARKER
+    least = max(least, ARG_KEEP_TOKENS)
     try:
         args = json.loads(call.arguments)
     except ValueError:
@@ -127,8 +152,8 @@ def shrink_call(
     changed = False
     floored = True
     for path, value in sorted(_leaves(args), key=lambda item: -len(item[1])):
-        if len(value) < 2:
-            break  # the rest are as short: no need cuts them
+        if len(value) < ARG_FLOOR:
+            break  # the rest are as short: what names the step stays whole
         if need <= 0:
             floored = False  # a value left whole that more need would cut
             break

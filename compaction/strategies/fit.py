@@ -15,11 +15,25 @@ as still needed, and each group through every pass before the next is touched:
 
 1. what is not protected, down to the target: tool outputs, largest first, then the rest;
 2. the system prompt, only when it alone is over the limit (or an earlier run cut it);
-3. the newest tool output, down to the limit: it always keeps its head and tail;
+3. the newest tool output, down to the limit: it keeps its head and tail here;
 4. every other protected message but the task, notes included (contents, then the longest
    string values anywhere in tool-call arguments, so the JSON stays valid; arguments that are
    not JSON are cut as text);
-5. the task, down to ``task_share`` of the limit, then to its head and tail (``task_min_tokens``).
+5. the arguments of calls whose result is shown whole (a ``Write``'s content beside its
+   "ok"), only while the request is still over the limit;
+6. the task, down to ``task_share`` of the limit;
+7. the newest tool outputs, their own head and tail given up: the request fitting comes first;
+8. the task, to its head and tail (``task_min_tokens``).
+
+**What identifies a step is never cut.** A tool-call argument value shorter than
+``ARG_FLOOR`` (300 characters: every path, id,
+name, URL and pattern of the real transcripts, nine commands in ten) stays whole in every
+pass; the arguments of a call whose result the model is shown whole are cut only by step 5;
+a value that is cut keeps its head (and tail) around a marker, as a cut result does. And when
+even emptying what a group may cut cannot bring the request to its aim while it already fits
+the limit (the newest step alone is over the target), a cut is taken only where it frees a
+tenth of what is still to free: a few tokens of a placeholder or of a short value move the
+request toward an aim it misses anyway, and cost what the model reads a step by.
 
 Each cut is marked in the text with how much was cut and the recall id of the original (a
 session's ``recall`` finds it), and recorded in ``meta["compaction"]`` (kind ``"truncated"``,
@@ -40,25 +54,28 @@ within the limit. A caller who prefers an over-target request to a cut one leave
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final
 
-from ..memory.trace import CUT_MARKER, cut_counted, original_chars
-from ..memory.transcript import PROVENANCE_KEY, is_note, mark, parse, provenance
-from ..messages import Message
+from ..memory.trace import CUT_MARKER
+from ..memory.transcript import parse, provenance
+from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
 from ..validate import validate
-from ._fit_args import shrink_call
-from ._fit_reads import _count, _guarded, _Known, _newest_outputs, _text_tokens, _was_cut
+from ._fit_args import ARG_FLOOR, SHORT_MARKER
+from ._fit_cut import Stage, _Cuts
+from ._fit_reads import _guarded, _Known, _newest_outputs, _text_tokens, _was_cut
 
-__all__ = ["CUT_MARKER", "Fit"]
+__all__ = ["ARG_FLOOR", "CUT_MARKER", "Fit"]
 
-_Stage = tuple[list[int], int | None, int]
-
-#: The marker of the tight pass, when even the marked cuts do not fit (a target of a few dozen
-#: tokens for several messages): it still says that, and how much, was cut.
-SHORT_MARKER: Final = "[…{cut:,} cut…]"
+#: When cutting all that a group may cut cannot bring the request to its aim, and the request
+#: already fits its hard limit, a cut is taken only if it frees at least a tenth of what is
+#: still to free. Such a cut only moves the request toward an aim it misses anyway, while it
+#: costs the text it removes (and the cached prefix the provider holds for the messages after
+#: it); a tenth is a cut the next compaction feels, and leaves alone the few tokens of a
+#: placeholder or a short value that a model reads a step by.
+_MEANINGFUL: Final = 10
 
 
 def _check(option: str, value: Any, low: float, high: float | None = None) -> None:
@@ -69,7 +86,7 @@ def _check(option: str, value: Any, low: float, high: float | None = None) -> No
         raise ValueError(f"Fit {option} must be >= {low}{upper}, got {value}")
 
 
-class Fit(Strategy):
+class Fit(_Cuts, Strategy):
     """Last resort: cuts the largest protected messages in their middle until the request fits."""
 
     name: ClassVar[str] = "fit"
@@ -102,121 +119,9 @@ class Fit(Strategy):
             "cut with a recall id: what is not protected down to the target, what is protected "
             "(the newest output, then the rest, then the task, down to "
             f"{self.task_share:.0%} of the limit and then its head and tail) only down to the "
-            "hard limit, the system prompt only when it alone is over it."
+            "hard limit, the system prompt only when it alone is over it; argument values "
+            f"under {ARG_FLOOR} characters are never cut."
         )
-
-    # -- cutting one message -------------------------------------------------------------------
-
-    def _shrink(
-        self,
-        message: Message,
-        want: int,
-        counter: TokenCounter,
-        marker: str,
-        least: int,
-        text_tokens: int,
-        known: _Known,
-        current: int,
-    ) -> tuple[Message, int] | None:
-        """``message`` (counting ``current``) cut to about ``want`` tokens, and what the cut
-        counts: its content first, then the longest string values anywhere in its tool-call
-        arguments (or arguments that are not JSON, as text). ``text_tokens`` is what its
-        content counts (known to the caller: never re-encoded here)."""
-        if current <= want:
-            return None
-        ref = known.ref(message)
-        new = message
-        need = current - want
-        text = message.content
-        # What the cut text counts: it was encoded whole to check it, so the messages made of
-        # it are counted without encoding it again (``learn``).
-        cut_tokens: int | None = None
-        if text:
-            goal = max(text_tokens - need, least)
-            found = cut_counted(
-                text,
-                goal,
-                ref,
-                counter,
-                marker,
-                tokens=text_tokens,
-                marker_tokens=known.marker_tokens(message, marker),
-            )
-            if found is not None:
-                text, cut_tokens = found
-                need -= text_tokens - cut_tokens
-                if not message.tool_calls:
-                    # The copy is made once, marked, below (each copy runs every converter).
-                    return self._marked(message, text, None, counter, current, cut_tokens, known)
-                new = new.replace(content=text)
-        if message.tool_calls and need > 0:
-            # Tokens per character of the arguments, from the cached count: a large value is
-            # sized from it instead of being encoded again. An estimate can fall short by a
-            # few tokens, so the cut is checked and tightened by what it missed (twice at most).
-            chars = sum(len(c.arguments) for c in message.tool_calls)
-            density = max(current - text_tokens, 1) / max(chars, 1)
-            cut_so_far = new
-            for _ in range(3):
-                left, calls, floored = need, [], True
-                for call in message.tool_calls:
-                    shrunk, left, at_floor = shrink_call(
-                        call, left, ref, counter, marker, least, density, known.texts
-                    )
-                    calls.append(shrunk)
-                    floored = floored and at_floor
-                new = cut_so_far.replace(tool_calls=tuple(calls))
-                if new == cut_so_far or floored:
-                    break  # counting it again, or needing more, changes nothing
-                missed = _count(counter, new, cut_tokens) - want
-                if missed <= 0:
-                    break
-                need += missed
-        if new is message or new == message:
-            # Nothing was cut (an equal copy, marked, would count at least as much).
-            return None
-        return self._marked(message, new.content, new, counter, current, cut_tokens, known)
-
-    def _marked(
-        self,
-        message: Message,
-        text: str,
-        new: Message | None,
-        counter: TokenCounter,
-        current: int,
-        cut_tokens: int | None,
-        known: _Known,
-    ) -> tuple[Message, int] | None:
-        """The cut of ``message`` (its content ``text``; ``new``, when its tool calls were cut
-        too, the copy that holds them), marked, and what it counts; None when it does not
-        count less."""
-        if is_note(message):
-            # A cut note is still the note: its record (the facts a later note merges, the
-            # ids it stands for) is kept, or it would pass for a message a person wrote, and
-            # a cut ledger would become the task.
-            record = {
-                **(provenance(message) or {}),
-                "cut_by": self.name,
-                "original_chars": original_chars(message),
-                "kept_chars": len(text),
-            }
-            meta = {**message.meta, PROVENANCE_KEY: record}
-            if new is None:
-                out = message.replace(content=text, meta=meta, tokens=None)
-            else:
-                out = new.replace(meta=meta, tokens=None)
-        else:
-            out = mark(
-                message if new is None else new,
-                strategy=self.name,
-                kind="truncated",
-                replaces=[message],
-                content=text if new is None else None,
-                refs=known.refs_of(message),
-                original_chars=original_chars(message),
-                kept_chars=len(text),
-            )
-        n = _count(counter, out, cut_tokens)
-        return (out, n) if n < current else None
 
     # -- the layer -----------------------------------------------------------------------------
 
@@ -246,7 +151,8 @@ class Fit(Strategy):
         inner = range(t.system_end, len(out))
         sizes: dict[int, int] = {}
         known = _Known(counter)
-        tried: set[tuple[int, int, str, int]] = set()
+        tried: set[tuple[int, int, str, int, bool]] = set()
+        answers = _answers(messages)
 
         def text_tokens(i: int) -> int:
             if i not in sizes:
@@ -256,35 +162,49 @@ class Fit(Strategy):
         def largest(indices: Iterable[int]) -> list[int]:
             return sorted(indices, key=lambda i: (-now[i], i))
 
+        def whole(call: ToolCall) -> bool:
+            """Whether the model is shown ``call``'s result as it came (so the call, which
+            says what that result is of, is not cut)."""
+            j = answers.get(call.id)
+            return j is not None and out[j] is messages[j] and not _was_shortened(messages[j])
+
         free = [i for i in inner if i not in guarded]
         kept = [i for i in inner if i in guarded and i != task]
-        # Each stage: (indices, the floor of their own text or None for the pass's default,
-        # the size aimed at). Stages come in groups, and a group is cut through every pass
-        # before the next group is touched: what is droppable is cut to nothing before
-        # anything protected gives a token.
-        free_stages: list[_Stage] = [
-            (largest(i for i in free if out[i].role == "tool"), None, target),
-            (largest(i for i in free if out[i].role != "tool"), None, target),
-        ]
-        # What is protected gives only what the hard limit demands: the newest tool output
-        # first (it always keeps its head and tail), then every other protected message, then
-        # the task, down to its share and then to its head and tail (losing the task is how
-        # an agent forgets what it was asked to do).
-        kept_stages: list[_Stage] = [
-            (largest(i for i in kept if out[i].role == "tool"), None, hard),
-            (largest(i for i in kept if out[i].role != "tool"), None, hard),
+        calls = [i for i in inner if out[i].tool_calls]
+        # Stages come in groups, and a group is cut through every pass before the next group
+        # is touched: what is droppable is cut to nothing before anything protected gives a
+        # token.
+        groups: list[list[Stage]] = [
+            [
+                Stage(largest(i for i in free if out[i].role == "tool"), None, target),
+                Stage(largest(i for i in free if out[i].role != "tool"), None, target),
+            ],
+            # What is protected gives only what the hard limit demands: the newest tool
+            # output first (it keeps its head and tail), then every other protected message.
+            [
+                Stage(largest(i for i in kept if out[i].role == "tool"), None, hard),
+                Stage(largest(i for i in kept if out[i].role != "tool"), None, hard),
+            ],
+            # Then the arguments of calls whose result is shown whole (a ``Write``'s content
+            # beside its "ok"): only while the request is still over the limit.
+            [Stage(largest(calls), None, hard, loose=True)],
         ]
         if task is not None:
-            kept_stages.append(([task], max(int(hard * self.task_share), self.min_tokens), hard))
-            kept_stages.append(([task], self.task_min_tokens, hard))
-        groups = [free_stages, kept_stages]
+            # The task, down to its share and then to its head and tail (losing the task is
+            # how an agent forgets what it was asked to do); between the two, the newest
+            # outputs give up their own head and tail: the request fitting outranks them.
+            share = max(int(hard * self.task_share), self.min_tokens)
+            groups.append([Stage([task], share, hard)])
+        groups.append([Stage(largest(newest), None, hard, bare=True)])
+        if task is not None:
+            groups.append([Stage([task], self.task_min_tokens, hard)])
         system = messages[: t.system_end]
         if sum(now[: t.system_end]) > hard or any(_was_cut(m) for m in system):
             # The system prompt only when it alone is over the limit (or was, when an earlier
             # run cut it: the agent's list carries the cut, and the rest grows behind it).
             # It must give then whatever else gives, so it gives first: the task and the
             # newest step stay whole when its cut is enough.
-            groups.insert(1, [(largest(range(t.system_end)), None, hard)])
+            groups.insert(1, [Stage(largest(range(t.system_end)), None, hard)])
         original = list(now)
         changed = False
         # A second, tight pass only when the marked cuts could not fit (tiny targets), and a
@@ -292,24 +212,38 @@ class Fit(Strategy):
         # when even the short markers are too many for what is left.
         passes = ((CUT_MARKER, self.min_tokens), (SHORT_MARKER, 0), ("", 0))
         for stages in groups:
-            done = self._emptied(stages, now, messages, total, newest, counter, text_tokens, known)
-            for i, (emptied, n) in done.items():
-                total += n - now[i]
-                out[i], now[i] = emptied, n
-                changed = True
-                tried.add((i, 0, "", 0))
+            aim = max(stage.aim for stage in stages)
+            # Sparing: when even emptying the whole group cannot bring the request to its aim
+            # (the rest alone is over it), a cut only moves the request toward an aim it will
+            # miss anyway; it is taken only where the request is over the hard limit or where
+            # it frees a meaningful share of what is still to free (``_MEANINGFUL``).
+            sparing = sum(now[i] for stage in stages for i in stage.indices) < total - aim
+            if not (sparing and total <= hard):
+                done = self._emptied(
+                    stages, now, messages, total, newest, counter, text_tokens, known
+                )
+                for i, (emptied, n) in done.items():
+                    total += n - now[i]
+                    out[i], now[i] = emptied, n
+                    changed = True
+                    tried.add((i, 0, "", 0, False))
+            else:
+                done = {}
             for marker, least_default in passes:
-                for indices, floor, aim in stages:
-                    for i in indices:
+                for stage in stages:
+                    for i in stage.indices:
                         if i in done:
                             continue
-                        need = total - aim
+                        need = total - stage.aim
                         if need <= 0:
                             break
+                        spare = sparing and total <= hard
                         before = now[i]
-                        least = floor if floor is not None else least_default
+                        if spare and before * _MEANINGFUL < need:
+                            continue  # even emptied, it would not free enough
+                        least = stage.floor if stage.floor is not None else least_default
                         mark_with = marker
-                        if i == task or i in newest:
+                        if i == task or (i in newest and not stage.bare):
                             # Their floor is of their own text, the marker on top, and that
                             # marker names the recall id however tight the pass: the task and
                             # the newest output keep their head and tail and say how to get
@@ -323,7 +257,7 @@ class Fit(Strategy):
                         # The same cut asked again (the task and the newest output keep their
                         # marker and floor in every pass) gives what it gave: no smaller than
                         # the message is now.
-                        key = (i, want, mark_with, least)
+                        key = (i, want, mark_with, least, stage.loose)
                         if key in tried:
                             continue
                         tried.add(key)
@@ -338,53 +272,30 @@ class Fit(Strategy):
                             text_tokens(i),
                             known,
                             original[i],
+                            (lambda call: True) if stage.loose else (lambda call: not whole(call)),
                         )
                         if found is None or found[1] >= before:
+                            continue
+                        if spare and (before - found[1]) * _MEANINGFUL < need:
                             continue
                         out[i], now[i] = found
                         total += found[1] - before
                         changed = True
                     # the largest first, by their size now
-                    indices.sort(key=lambda i: (-now[i], i))
+                    stage.indices.sort(key=lambda i: (-now[i], i))
         return out if changed else None
 
-    def _emptied(
-        self,
-        stages: list[_Stage],
-        now: list[int],
-        messages: tuple[Message, ...],
-        total: int,
-        newest: frozenset[int],
-        counter: TokenCounter,
-        text_tokens: Callable[[int], int],
-        known: _Known,
-    ) -> dict[int, tuple[Message, int]]:
-        """The messages of ``stages`` whose last pass is known before the first: their cut
-        with the text emptied and what it counts, by index (none when that cannot be known).
 
-        When even emptying every message of the group leaves the request further over its aim
-        than the largest of them counts, no pass gets near the aim: every pass asks each
-        message for its floor, whatever the passes before it gave. The last pass then empties
-        the text of each message that has no tool calls, and an emptied text counts less than
-        any cut that keeps a marker, so it is what the passes end with: the cuts before it
-        (each encoded, counted and marked) are never seen. Such a message is cut once, here;
-        a message with tool calls (whose cut arguments count as JSON does) and the newest tool
-        output (which keeps its head, tail and marker in every pass) go through the passes as
-        before."""
-        if any(floor is not None for _, floor, _ in stages):
-            return {}  # the task's floors: what they keep depends on the limit, not the aim
-        aim = max((a for _, _, a in stages), default=0)
-        indices = [i for stage in stages for i in stage[0]]
-        sizes = [now[i] for i in indices]
-        if not indices or total - sum(sizes) - aim < max(max(sizes), 1):
-            return {}
-        if counter.count_text("") != 0:
-            return {}  # an emptied text must count nothing for the rule above to hold
-        done: dict[int, tuple[Message, int]] = {}
-        for i, size in zip(indices, sizes, strict=True):
-            if messages[i].tool_calls or i in newest:
-                continue  # the newest output keeps its marker in every pass
-            found = self._shrink(messages[i], 0, counter, "", 0, text_tokens(i), known, size)
-            if found is not None and found[0].content == "":
-                done[i] = found
-        return done
+def _answers(messages: Sequence[Message]) -> dict[str, int]:
+    """The index of the result answering each tool call, by call id."""
+    return {
+        m.tool_call_id: i
+        for i, m in enumerate(messages)
+        if m.role == "tool" and m.tool_call_id is not None
+    }
+
+
+def _was_shortened(message: Message) -> bool:
+    """Whether ``message`` came in shortened already (a placeholder, an earlier cut)."""
+    record = provenance(message)
+    return record is not None and record.get("kind") in ("placeholder", "truncated")
