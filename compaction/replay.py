@@ -262,7 +262,9 @@ class _Meters:
         self.summaries.append((int(kw.get("input_tokens") or 0), int(kw.get("output_tokens") or 0)))
 
     def time(self, index: int, call: int) -> tuple[float, bool]:
-        at = call_time(self.msgs[index])
+        # Only a priced replay reads the log's times as facts (the cache expires between calls
+        # far apart): an unpriced one never refuses a log for its clock.
+        at = call_time(self.msgs[index]) if self.price is not None else None
         if at is None:
             at, timed = (self.at + self.cadence if call else 0.0), False
         else:

@@ -84,9 +84,21 @@ def test_the_command_gates_on_floors_and_writes_junit(tmp_path: Path) -> None:
     strict.write_text("[check]\nmin_identifiers = 1.0\nmax_cost_vs_uncompacted = 0.0001\n")
     lossy = tmp_path / "lossy.toml"
     lossy.write_text(LOSSY + "\n[check]\nmin_identifiers = 0.9\n")
+    easy_floors = tmp_path / "easy.toml"
+    easy_floors.write_text("[check]\nmin_identifiers = 0.5\n")
     junit = tmp_path / "check.xml"
     easy, hard, lost = run_all(
-        ["check", str(path), "--window", "20%", "--price", PRICE, "--json"],
+        [
+            "check",
+            str(path),
+            "--window",
+            "20%",
+            "--price",
+            PRICE,
+            "--json",
+            "--config",
+            str(easy_floors),
+        ],
         [
             "check",
             str(path),

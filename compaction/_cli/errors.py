@@ -52,6 +52,8 @@ def _user_error_types() -> tuple[type[BaseException], ...]:
         ("compaction.sessions", "InvalidSessionName"),
         ("compaction.sessions.errors", "SessionError"),
         ("compaction.sessions.errors", "InvalidSessionName"),
+        ("compaction.pricing.recorded", "RecordedUsageError"),
+        ("compaction.pricing.prices", "PriceError"),
     ):
         try:
             types.append(getattr(__import__(module, fromlist=[name]), name))

@@ -103,7 +103,10 @@ def find_pyproject_thresholds(start: Path | None = None) -> tuple[Thresholds, st
 
 
 def _sum_cost(values: Sequence[float | None]) -> float | None:
-    return None if any(v is None for v in values) else sum(v for v in values if v is not None)
+    """The sum over the logs that were priced (None when none was: a log whose usage cannot
+    be priced is left out of the money, and its ``price_note`` says why)."""
+    priced = [v for v in values if v is not None]
+    return sum(priced) if priced else None
 
 
 @attrs.frozen
@@ -182,9 +185,16 @@ class CheckReport:
                 )
             )
         cost = self.cost
+        if cost is not None:
+            # Compared over the same logs: those priced.
+            priced = [log for log in self.logs if log.cost is not None]
+            against_default = _sum_cost([log.default for log in priced])
+            against_none = _sum_cost([log.uncompacted for log in priced])
+        else:
+            against_default = against_none = None
         for key, against, name in (
-            ("max_cost_vs_default", self.default, "the default trigger"),
-            ("max_cost_vs_uncompacted", self.uncompacted, "no compaction"),
+            ("max_cost_vs_default", against_default, "the default trigger"),
+            ("max_cost_vs_uncompacted", against_none, "no compaction"),
         ):
             limit = getattr(t, key)
             if limit is None:

@@ -33,7 +33,7 @@ import itertools
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 
@@ -47,7 +47,7 @@ from .logs import UnreadableLog
 from .probe import log_facts, run_text
 from .task import is_demonstration, original_task, task_kept
 
-__all__ = ["Kept", "LogCheck", "check_log", "resolve_window"]
+__all__ = ["MIN_SHARE_WINDOW", "Kept", "LogCheck", "check_log", "resolve_window"]
 
 
 @attrs.frozen(slots=True)
@@ -76,7 +76,8 @@ class LogCheck:
     trigger) and ``summary_cost`` in USD, None when unpriced; ``cache_share`` the share of
     tokens sent that a prompt cache could reuse; ``rebound`` the median calls from one
     compaction to the next (None with fewer than two); ``facts_note`` why no fact was asked
-    (the raw log's reader does not know the format).
+    (the raw log's reader does not know the format); ``price_note`` why a log asked to be
+    priced was not (its recorded usage or times cannot be true).
     """
 
     path: str
@@ -97,6 +98,7 @@ class LogCheck:
     cache_share: float = 0.0
     rebound: float | None = None
     facts_note: str = ""
+    price_note: str = ""
 
     @property
     def identifiers_total(self) -> Kept:
@@ -122,6 +124,7 @@ class LogCheck:
             "facts": [self.facts.kept, self.facts.asked],
             "facts_share": round(self.facts.share, 4),
             "facts_note": self.facts_note,
+            "price_note": self.price_note,
             "cost": _usd(self.cost),
             "uncompacted": _usd(self.uncompacted),
             "default": _usd(self.default),
@@ -135,8 +138,15 @@ def _usd(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
+#: A window given as a share of a log is never smaller than this: a few-hundred-token log
+#: needs no compaction at any real window, and shrinking it into a toy one only measures the
+#: markers a cut leaves.
+MIN_SHARE_WINDOW: Final = 1000
+
+
 def resolve_window(window: int | float, tokens: int) -> int:
-    """A window in tokens: an int as it is, a share in (0, 1] of the log's ``tokens``."""
+    """A window in tokens: an int as it is, a share in (0, 1] of the log's ``tokens`` (at
+    least ``MIN_SHARE_WINDOW``)."""
     if isinstance(window, bool) or not isinstance(window, int | float):
         raise TypeError(
             f"window must be tokens (int) or a share of the log (float), got {window!r}"
@@ -146,7 +156,7 @@ def resolve_window(window: int | float, tokens: int) -> int:
             raise ValueError(
                 f"a window given as a share of the log must be in (0, 1], got {window}"
             )
-        return max(1, int(tokens * window))
+        return max(MIN_SHARE_WINDOW, int(tokens * window))
     if window <= 0:
         raise ValueError(f"window must be a positive number of tokens, got {window}")
     return window
@@ -234,7 +244,7 @@ def check_log(
     ``messages`` the log as already read (else [`compaction.formats.load`][] reads it);
     ``default_cost`` also replays the default trigger for comparison (when priced).
     """
-    from ..replay import replay
+    from ..pricing.recorded import RecordedUsageError
     from ..tokens import TiktokenCounter
 
     path = Path(path)
@@ -245,7 +255,28 @@ def check_log(
 
         loaded = load(path)
         messages, format = loaded.messages, format or loaded.format
-    messages = tuple(messages)
+    args = (path, config, window, counter, tuple(messages), format or "", default_cost)
+    if price is None:
+        return _check(*args, None)
+    try:
+        return _check(*args, price)
+    except RecordedUsageError as exc:
+        # What it kept is still checked; its money is left out, and the report says why.
+        return attrs.evolve(_check(*args, None), price_note=" ".join(str(exc).split()))
+
+
+def _check(
+    path: Path,
+    config: Config,
+    window: int | float,
+    counter: Any,
+    messages: tuple[Message, ...],
+    format: str,
+    default_cost: bool,
+    price: Any,
+) -> LogCheck:
+    from ..replay import replay
+
     tokens = counter.count_messages(messages)
     size = resolve_window(window, tokens)
     compactor = Compactor.from_config(config, size, counter=counter, price=price)
