@@ -7,7 +7,7 @@ with only what must carry across:
 
 1. the system prompt;
 2. the original task, as the person wrote it;
-3. the ledger of everything else, model-free (see [`compaction.memory.ledger`][]): the
+3. the ledger of everything else, model-free (``compaction.memory.ledger``): the
    person's rules and limits first, verbatim, then their facts, goals, files edited, failing
    tests, errors, the commands run — with the recall ids of every message set aside;
 4. the model's own ``new_context`` call (its note, in its own voice) and the tool result
@@ -17,7 +17,7 @@ with only what must carry across:
 it no longer needs, and a rule the person set (``never push to main``, ``the budget cap is
 $500``) is exactly what it must not drop. Every rule or limit the ledger holds that the note
 does not carry verbatim is restored from the ledger (shown under "Still in force") and listed
-in [`Handoff.restored`][], so a caller or the ``compacted`` event can see what the model left
+in ``Handoff.restored``, so a caller or the ``compacted`` event can see what the model left
 out. Everything set aside stays in the raw history: ``search`` and ``recall`` reach it.
 
 A handoff is refused (the tool answers why, nothing changes) while any other tool call is

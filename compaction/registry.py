@@ -232,7 +232,7 @@ MAX_TOML_BYTES: Final = 1 << 20
 
 def read_toml(path: str | Path) -> dict[str, Any]:
     """The table in the TOML file ``path``: a regular file (never a device, a FIFO or a
-    symlink; an [`InputFileError`][compaction._reading.InputFileError] says so) of at most
+    symlink; an ``InputFileError``, an ``OSError``, says so) of at most
     ``MAX_TOML_BYTES``; a [`ConfigError`][] naming the file for text that is not TOML."""
     from ._reading import TomlError, parse_toml, read_regular
 

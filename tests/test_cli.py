@@ -320,6 +320,7 @@ def test_strategies_lists_the_registry(capsys: pytest.CaptureFixture[str]) -> No
             "lossless",
             "keeps_tool_pairs",
             "deterministic",
+            "writes_ledger",
         }
         assert s["explanation"]
     by_key = {s["key"]: s for s in listed}

@@ -234,7 +234,8 @@ def test_a_shared_counter_keeps_no_text_of_a_conversation_after_its_run() -> Non
         tool("c1", f"key {secret} ok\n" * 6),
         user(f"again {secret}"),
     ]
-    target = int(counter.count_messages(messages) * 0.4)
+    # A target only cuts can reach: the person's words and the newest step are protected.
+    target = int(counter.count_messages(messages) * 0.15)
     result = default_pipeline(counter=counter).compact(messages, target=target, counter=counter)
     assert "fit" in [a.strategy for a in result.applied]  # the cuts ran
     assert not [s for s in _strings(counter) if secret in s]

@@ -29,13 +29,24 @@ def _messages() -> list[dict[str, str]]:
     return messages
 
 
+#: LiteLLM copies what is in ``callbacks`` into these lists as it runs: hooks of earlier tests
+#: stay there and would warn as well, so each test starts with them empty and restores them.
+_LISTS = ("callbacks", "input_callback", "success_callback", "failure_callback",
+          "_async_input_callback", "_async_success_callback", "_async_failure_callback")  # fmt: skip
+
+
 @pytest.fixture
 def installed():
-    before = litellm.callbacks
+    before = {name: getattr(litellm, name, None) for name in _LISTS}
+    for name in _LISTS:
+        if isinstance(before[name], list):
+            setattr(litellm, name, [])
     hook = CompactionHook(window=8_000)
     litellm.callbacks = [hook]
     yield hook
-    litellm.callbacks = before
+    for name, value in before.items():
+        if value is not None:
+            setattr(litellm, name, value)
 
 
 def _sync_warnings(call) -> list[warnings.WarningMessage]:

@@ -233,5 +233,5 @@ def test_every_fact_a_compaction_hid_is_found_in_the_top_three(tmp_path: Path) -
                 found += 1
             else:
                 misses.append(f"{path.name}: {fact.kind} {fact.answer!r}")
-    assert asked > 20
+    assert asked >= 10  # enough hidden facts to mean something
     assert not misses, f"{found}/{asked} found; missed: {misses[:10]}"

@@ -29,10 +29,10 @@ def _settings(config: Any) -> str:
     return ", ".join(parts)
 
 
-def _header(result: Any, price: Any, seed: int) -> str:
+def _header(result: Any, price: Any, shuffle: int) -> str:
     lines = [
         "# Written by `compaction tune` (model "
-        f"{price.model}, seed {seed}, {len(result.trials)} trials).",
+        f"{price.model}, --shuffle {shuffle}, {len(result.trials)} trials).",
         "# Chosen on: " + ", ".join(Path(p).name for p in result.tuning),
         "# Held out:  " + ", ".join(Path(p).name for p in result.held_out),
     ]
@@ -94,12 +94,12 @@ def run(args: Any) -> int:
             price,
             window=args.window,
             trials=args.trials,
-            seed=args.seed,
+            shuffle=args.shuffle,
             thresholds=thresholds,
             progress=lambda done, total: bar.advance(f"trial {done}/{total}"),
         )
     if args.output and result.best is not None:
-        text = _header(result, price, args.seed) + result.best.config.to_toml()
+        text = _header(result, price, args.shuffle) + result.best.config.to_toml()
         write_atomic(Path(args.output), text.encode("utf-8"))
     if args.json:
         dump_json(_report(result))

@@ -24,7 +24,7 @@ examples:
   compaction tune logs/ --price claude-sonnet-4-5 --trials 40 -o compaction.toml
   compaction check logs/ --config compaction.toml --price claude-sonnet-4-5
 
-The logs are split in two (sorted, shuffled with --seed, every other one held out); settings
+The logs are split in two (sorted, shuffled with --shuffle N, every other one held out); settings
 are chosen on one half and reported on the other. Needs optuna: pip install
 'compaction-ladder[tune]'.
 """
@@ -81,7 +81,14 @@ def add_check_parsers(sub: Any, common: Any, reading: list[Any], jobs: Any, form
     tune.add_argument(
         "--trials", type=int, default=40, metavar="N", help="settings to try (default 40)"
     )
-    tune.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (default 0)")
+    tune.add_argument(
+        "--shuffle",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the number the logs are shuffled with before the split, and the search started "
+        "from (default 0): the same number gives the same result",
+    )
     tune.add_argument(
         "-o", "--output", metavar="PATH", help="write the chosen settings as a config file"
     )

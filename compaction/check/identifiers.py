@@ -114,7 +114,7 @@ _CHECKS: Final = {"code": _is_code, "number": _is_number, "name": _is_name}
 
 
 def identifiers(text: str) -> dict[str, list[str]]:
-    """The identifiers in ``text`` by kind (each kind in [`KINDS`][], in order of first
+    """The identifiers in ``text`` by kind (each kind in ``KINDS``, in order of first
     appearance, without repeats)."""
     taken = bytearray(len(text))  # spans an earlier kind took
     found: dict[str, list[str]] = {kind: [] for kind in KINDS}

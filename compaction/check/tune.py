@@ -14,12 +14,12 @@ The held-out half is judged by the team's committed floors (``[tool.compaction.c
 and its figures are shown beside the default's, so a setting that is cheaper only because it
 keeps less is visible there.
 
-**The split.** Logs are sorted by path and shuffled with the seed; every other one is held
+**The split.** Logs are sorted by path and shuffled with the ``shuffle`` number; every other one is held
 out (the odd positions), the rest tuned on, so both halves mix the formats a directory holds.
 The settings are chosen on the tuning half only; the report gives the held-out half's figures
 for the default and the chosen settings, which is the honest estimate of what the settings
-will do on runs they have not seen. Same logs, same seed, same trials: same result (optuna's
-TPE sampler seeded, trials run one at a time).
+will do on runs they have not seen. Same logs, same ``shuffle`` number, same trials: same result
+(optuna's TPE sampler started from that number, trials run one at a time).
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ from .run import LogCheck, check_log
 __all__ = ["Trial", "TuneResult", "split", "tune"]
 
 
-def split(paths: Sequence[str], seed: int = 0) -> tuple[list[str], list[str]]:
-    """(tuning logs, held-out logs): sorted, shuffled with ``seed``, every other one held
+def split(paths: Sequence[str], shuffle: int = 0) -> tuple[list[str], list[str]]:
+    """(tuning logs, held-out logs): sorted, shuffled with the number ``shuffle``, every other one held
     out. A single log is tuned on and also reported as held out (there is nothing else)."""
     order = sorted(paths)
-    random.Random(seed).shuffle(order)
+    random.Random(shuffle).shuffle(order)
     if len(order) < 2:
         return order, order
     return order[0::2], order[1::2]
@@ -173,7 +173,7 @@ def tune(
     *,
     window: int | float = 0.5,
     trials: int = 40,
-    seed: int = 0,
+    shuffle: int = 0,
     thresholds: Thresholds | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> TuneResult:
@@ -193,7 +193,7 @@ def tune(
     if not logs:
         raise ValueError("tune needs at least one log")
     by_path = dict(logs)
-    tuning, held_out = split(list(by_path), seed)
+    tuning, held_out = split(list(by_path), shuffle)
     tune_logs = [(p, by_path[p]) for p in tuning]
     held_logs = [(p, by_path[p]) for p in held_out]
     default = Config(source="default")
@@ -212,7 +212,7 @@ def tune(
         return report.cost or 0.0
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = optuna.samplers.TPESampler(seed=seed)
+    sampler = optuna.samplers.TPESampler(seed=shuffle)
     study = optuna.create_study(direction="minimize", sampler=sampler)
     study.optimize(objective, n_trials=trials, n_jobs=1)
     feasible = [t for t in found if t.feasible]

@@ -97,7 +97,12 @@ class _SummaryCalls:
         before = counter.count_messages(replaced)
         room = plan.room(counter, before, self._expected(before))
         later = [m.content for m in plan.messages[plan.end :] if is_person_written(m)]
-        composed = compose(header, ledger, text, room, counter, later=later)
+        # A model's prose is paid for: it keeps at least half the room (the person's rules
+        # come first in the rest); the offline summariser's prose gives way to the ledger.
+        paid = bool(getattr(self.summarizer, "model_call", True))
+        composed = compose(
+            header, ledger, text, room, counter, later=later, prose_share=0.5 if paid else 0.0
+        )
         summary = mark(
             Message("user", composed.content),
             strategy=self.name,

@@ -104,14 +104,19 @@ def compose(
     counter: TokenCounter,
     *,
     later: Sequence[str] = (),
+    prose_share: float = 0.0,
 ) -> Composed:
     """The summary's text for a message of at most ``room`` units of ``counter``: ``header``,
     then the ledger's lines (the person's words first), then the head of ``prose``. When the
     header alone does not fit, it is answered alone (the caller judges whether that is
-    smaller than what it replaces)."""
+    smaller than what it replaces). ``prose_share`` of the room (or the whole prose, when
+    shorter) is kept for the prose: a model's summary is paid for and must show."""
     base = counter.count(Message("user", header))
     stands_for = ledger.chars
-    block = _fit_ledger(ledger, room - base - 1, counter, later, stands_for)
+    keep = 0
+    if prose_share > 0 and prose:
+        keep = min(counter.count_text(prose) + 1, int((room - base) * prose_share))
+    block = _fit_ledger(ledger, room - base - 1 - keep, counter, later, stands_for)
     said = block.startswith(_SAID)
     if said:
         # The person's words first: the ledger takes the room it needs, the prose the rest.
