@@ -31,8 +31,15 @@ def _messages() -> list[dict[str, str]]:
 
 #: LiteLLM copies what is in ``callbacks`` into these lists as it runs: hooks of earlier tests
 #: stay there and would warn as well, so each test starts with them empty and restores them.
-_LISTS = ("callbacks", "input_callback", "success_callback", "failure_callback",
-          "_async_input_callback", "_async_success_callback", "_async_failure_callback")  # fmt: skip
+_LISTS = (
+    "callbacks",
+    "input_callback",
+    "success_callback",
+    "failure_callback",
+    "_async_input_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+)
 
 
 @pytest.fixture

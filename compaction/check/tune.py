@@ -14,12 +14,13 @@ The held-out half is judged by the team's committed floors (``[tool.compaction.c
 and its figures are shown beside the default's, so a setting that is cheaper only because it
 keeps less is visible there.
 
-**The split.** Logs are sorted by path and shuffled with the ``shuffle`` number; every other one is held
-out (the odd positions), the rest tuned on, so both halves mix the formats a directory holds.
-The settings are chosen on the tuning half only; the report gives the held-out half's figures
-for the default and the chosen settings, which is the honest estimate of what the settings
-will do on runs they have not seen. Same logs, same ``shuffle`` number, same trials: same result
-(optuna's TPE sampler started from that number, trials run one at a time).
+**The split.** Logs are sorted by path and shuffled with the ``shuffle`` number; every
+other one is held out (the odd positions), the rest tuned on, so both halves mix the formats
+a directory holds. The settings are chosen on the tuning half only; the report gives the
+held-out half's figures for the default and the chosen settings, which is the honest
+estimate of what the settings will do on runs they have not seen. Same logs, same
+``shuffle`` number, same trials: same result (optuna's TPE sampler started from that number,
+trials run one at a time).
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ __all__ = ["Trial", "TuneResult", "split", "tune"]
 
 
 def split(paths: Sequence[str], shuffle: int = 0) -> tuple[list[str], list[str]]:
-    """(tuning logs, held-out logs): sorted, shuffled with the number ``shuffle``, every other one held
-    out. A single log is tuned on and also reported as held out (there is nothing else)."""
+    """(tuning logs, held-out logs): sorted, shuffled with the number ``shuffle``, every other
+    one held out. A single log is tuned on and also reported as held out (there is nothing else)."""
     order = sorted(paths)
     random.Random(shuffle).shuffle(order)
     if len(order) < 2:
