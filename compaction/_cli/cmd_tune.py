@@ -38,7 +38,7 @@ def _header(result: Any, price: Any, shuffle: int) -> str:
     ]
     if result.held_out_saving is not None:
         lines.append(
-            f"# Held-out priced cost {result.held_out_saving:+.1%} below the default trigger "
+            f"# Held-out priced cost {result.held_out_saving:.1%} below the default trigger "
             "(reproduce: compaction check HELD-OUT-LOGS --config THIS --price "
             f"{price.model})."
         )
@@ -134,7 +134,7 @@ def run(args: Any) -> int:
             say(
                 f"held out ({len(result.held_out)} logs): default ${held.cost or 0:.4f}, "
                 f"chosen ${result.best_held_out.cost or 0:.4f} "
-                f"({result.held_out_saving or 0:+.1%} saved); floors "
+                f"({result.held_out_saving or 0:.1%} saved); floors "
                 + ("held" if not result.best_held_out.failures else "NOT held: ")
                 + "; ".join(result.best_held_out.failures)
             )
