@@ -130,17 +130,11 @@ class CheckReport:
 
     @property
     def identifiers_total(self) -> Kept:
-        total = Kept()
-        for kept in self.identifiers.values():
-            total = total + kept
-        return total
+        return Kept.total(self.identifiers.values())
 
     @property
     def facts(self) -> Kept:
-        total = Kept()
-        for log in self.logs:
-            total = total + log.facts
-        return total
+        return Kept.total(log.facts for log in self.logs)
 
     @property
     def cost(self) -> float | None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -63,6 +63,14 @@ class Kept:
 
     def __add__(self, other: Kept) -> Kept:
         return Kept(self.kept + other.kept, self.asked + other.asked)
+
+    @classmethod
+    def total(cls, parts: Iterable[Kept]) -> Kept:
+        """The sum of ``parts`` (nothing asked when there are none)."""
+        out = cls()
+        for part in parts:
+            out = out + part
+        return out
 
 
 @attrs.frozen
@@ -102,10 +110,7 @@ class LogCheck:
 
     @property
     def identifiers_total(self) -> Kept:
-        total = Kept()
-        for kept in self.identifiers.values():
-            total = total + kept
-        return total
+        return Kept.total(self.identifiers.values())
 
     def to_dict(self) -> dict[str, Any]:
         """A plain dict for JSON."""
