@@ -20,10 +20,10 @@ import re
 import string
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal, Union
 
-__all__ = ["MAX_FORMAT_WIDTH", "check_bool", "check_format", "check_options"]
+__all__ = ["MAX_FORMAT_WIDTH", "check_bool", "check_format", "check_names", "check_options"]
 
 #: The largest width or precision a placeholder or marker format may ask for. A note for the
 #: model is a line of text; nothing legitimate pads a field to more than this.
@@ -188,3 +188,22 @@ def check_options(cls: type, options: Mapping[str, Any]) -> None:
         raise TypeError(
             f"option {key!r} must be {_describe(hint)}, got {type(value).__name__} {shown}"
         )
+
+
+def check_names(what: str, value: Any) -> frozenset[str]:
+    """Tool names given as one name or a list of them (a config may supply either); a
+    ``TypeError`` naming ``what`` (e.g. ``"Dedupe read_tools"``) for anything else."""
+    if isinstance(value, str):
+        value = (value,)
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise TypeError(
+            f"{what} must be a tool name or a list of tool names (str), "
+            f"got {type(value).__name__} {value!r}"
+        )
+    names = tuple(value)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"{what} must hold tool names (str), got {type(name).__name__} {name!r}"
+            )
+    return frozenset(names)

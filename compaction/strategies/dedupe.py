@@ -31,6 +31,7 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
+from ..checks import check_names
 from ..media.count import media_tokens
 from ..memory.facts import error_names, exit_code, failing_tests
 from ..memory.transcript import is_pinned, mark, original_refs, parse, provenance
@@ -149,21 +150,7 @@ class Dedupe(Strategy):
           by the later read even when its output changed (a single name is taken as one name).
         """
         self.min_tokens = _check_int("min_tokens", min_tokens)
-        if isinstance(read_tools, str):
-            read_tools = (read_tools,)
-        if isinstance(read_tools, Mapping) or not isinstance(read_tools, Iterable):
-            raise TypeError(
-                "Dedupe read_tools must be a tool name or a list of tool names (str), "
-                f"got {type(read_tools).__name__} {read_tools!r}"
-            )
-        names = tuple(read_tools)
-        for tool_name in names:
-            if not isinstance(tool_name, str):
-                raise TypeError(
-                    "Dedupe read_tools must hold tool names (str), "
-                    f"got {type(tool_name).__name__} {tool_name!r}"
-                )
-        self.read_tools: frozenset[str] = frozenset(names)
+        self.read_tools: frozenset[str] = check_names("Dedupe read_tools", read_tools)
 
     def explain(self) -> str:
         return (

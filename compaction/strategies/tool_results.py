@@ -17,11 +17,11 @@ clearing recounts per clear and goes quadratic on long runs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import islice
 from typing import ClassVar, Final
 
-from ..checks import check_format
+from ..checks import check_format, check_names
 from ..memory.facts import error_names, exit_code, failing_tests
 from ..memory.trace import cut_message
 from ..memory.transcript import is_pinned, mark, original_refs, parse, provenance
@@ -103,21 +103,7 @@ class ToolResults(Strategy):
         self.min_tokens = _check_int(
             "min_tokens", min_tokens, 0, "it is a size in tokens below which results are kept"
         )
-        if isinstance(exclude_tools, str):
-            exclude_tools = (exclude_tools,)
-        if isinstance(exclude_tools, Mapping) or not isinstance(exclude_tools, Iterable):
-            raise TypeError(
-                "ToolResults exclude_tools must be a tool name or a list of tool names (str), "
-                f"got {type(exclude_tools).__name__} {exclude_tools!r}"
-            )
-        names = tuple(exclude_tools)
-        for tool_name in names:
-            if not isinstance(tool_name, str):
-                raise TypeError(
-                    f"ToolResults exclude_tools must hold tool names (str), "
-                    f"got {type(tool_name).__name__} {tool_name!r}"
-                )
-        self.exclude_tools: frozenset[str] = frozenset(names)
+        self.exclude_tools: frozenset[str] = check_names("ToolResults exclude_tools", exclude_tools)
         # Checked here, bounded in width (a config may supply it), so a typo or a
         # "{name:99999999999}" fails at construction, not as a MemoryError mid-run.
         self.placeholder = check_format(
