@@ -4,21 +4,45 @@
 test asks for it and stops it at the end; when none can be had, those tests skip, saying why.
 ``session_store`` is parametrised over every backend, so a test that takes it runs against
 files and PostgreSQL alike (the conformance suite).
+
+The suite runs in worker processes (pytest-xdist, ``-n auto``), so which tests share a process,
+and in what order, differs from run to run: anything one test leaves configured in the process
+is undone after it, and nothing asks the wall clock whether a property holds.
 """
 
 from __future__ import annotations
 
 import contextlib
 import itertools
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.postgres_server import PgBouncer, PostgresServer, pgbouncer_unavailable, unavailable
 
 _databases = itertools.count()
+
+# Hypothesis times input generation and each example against the wall clock; on a loaded
+# machine (two workers on two cores) a strategy that is fast alone trips the health check or a
+# deadline. What a property proves does not depend on the clock. Tests that pass their own
+# settings keep them; these are only the defaults.
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
+
+
+@pytest.fixture(autouse=True)
+def _structlog_as_found() -> Iterator[None]:
+    """Undo a structlog configuration a test made: ``capture_logs`` leaves structlog
+    "configured" with its stdout-printing defaults, and the library logs through structlog once
+    it is configured, so a later test's captured stdout would carry debug lines."""
+    yield
+    structlog = sys.modules.get("structlog")
+    if structlog is not None and structlog.is_configured():
+        structlog.reset_defaults()
 
 
 @pytest.fixture(scope="session")
