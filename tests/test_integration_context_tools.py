@@ -1,0 +1,149 @@
+"""``search`` and ``new_context`` in every drop-in, end to end with the real frameworks and
+their own test models (LangChain's chat model interface, pydantic-ai's ``FunctionModel``, the
+Agents SDK and LiteLLM against a local 127.0.0.1 chat server).
+
+One scripted "brain" drives every framework. The person's task comes first; then, in a later
+message of their own, a rule. The model reads three files, calls ``new_context`` with a note
+that leaves the rule out, searches for a word only the first file held, recalls the id the
+search gave, and stops. The assertions are on what the model received: the request after the
+handoff holds the person's rule verbatim (restored from the ledger, and said so on the
+``handed_off`` event) and none of the files read before it; the search answers the first
+file's message, which that request no longer held, by the id ``recall`` gives back whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from compaction import events
+from tests.model_server import ScriptedChatServer, text_reply, tool_call_reply
+
+os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+os.environ.setdefault("LITELLM_TELEMETRY", "False")
+
+WINDOW = 100_000  # roomy: nothing is compacted but by the handoff
+SYSTEM = "You are a coding agent."
+TASK = "Find which module defines the largest constant."
+RULE = "Also: always run the linter before committing."
+NOTE = "Read modules 1 to 3; next: compare their constants."
+ANIMALS = ("aardvark", "bison", "cheetah")
+SEARCH_ID = re.compile(r"- id (\S+) \(tool")
+
+
+def body(path: str) -> str:
+    """What ``read_file(path)`` answers: long, and a word of its own per file."""
+    n = int(path.rsplit("_", 1)[1].split(".")[0])
+    return "\n".join(f"{path}:{k}: {ANIMALS[n - 1]} CONST_{k} = {n * k}" for k in range(40))
+
+
+class Brain:
+    """Reads three files, hands off, searches, recalls what the search found, stops."""
+
+    def __init__(self) -> None:
+        self.requests: list[list[str]] = []
+
+    def next(self, texts: list[str]) -> tuple[str, dict[str, Any]] | None:
+        step = len(self.requests)
+        self.requests.append(texts)
+        if step < 3:
+            return "read_file", {"path": f"src/mod_{step + 1}.py"}
+        if step == 3:
+            return "new_context", {"note": NOTE}
+        if step == 4:
+            return "search", {"query": f"{ANIMALS[0]} CONST_7"}
+        if step == 5:
+            found = SEARCH_ID.search(texts[-1])
+            return ("recall", {"id": found.group(1)}) if found else None
+        return None
+
+    def check(self, handoffs: list[dict[str, Any]]) -> None:
+        assert len(self.requests) == 7, [t[-1][:80] for t in self.requests]
+        before, after = ("\n".join(self.requests[i]) for i in (3, 4))
+        first = body("src/mod_1.py")
+        assert first in before and RULE in before
+        # The request after the handoff: the system prompt, the task, the rule verbatim (the
+        # note left it out), the note; no file read before.
+        assert SYSTEM in after and TASK in after and NOTE in after
+        assert RULE in after
+        assert ANIMALS[0] not in after and ANIMALS[2] not in after
+        assert len(handoffs) == 1 and handoffs[0]["restored"] == (RULE,)
+        assert handoffs[0]["replaced"] >= 7
+        # search found the first file's message, which the request it answered did not hold.
+        answer = self.requests[5][-1]
+        best = answer.splitlines()[1]  # the phrase, whole, ranks first
+        assert SEARCH_ID.match(best) and f"[{ANIMALS[0]} CONST_7]" in best, answer
+        # ... by the id recall gives back whole.
+        assert first in self.requests[6][-1]
+
+
+@contextmanager
+def handed_off() -> Iterator[list[dict[str, Any]]]:
+    seen: list[dict[str, Any]] = []
+
+    def on(sender: Any, **fields: Any) -> None:
+        seen.append(fields)
+
+    events.handed_off.connect(on)
+    try:
+        yield seen
+    finally:
+        events.handed_off.disconnect(on)
+
+
+# -- LangChain ---------------------------------------------------------------------------------
+
+
+def test_langchain_search_and_new_context() -> None:
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+
+    from compaction.integrations.langchain import CompactionMiddleware
+
+    brain = Brain()
+
+    class Scripted(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:
+            return self
+
+        def _generate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> ChatResult:
+            step = brain.next(
+                [m.text + json.dumps(getattr(m, "tool_calls", None) or "") for m in messages]
+            )
+            if step is None:
+                message = AIMessage("done")
+            else:
+                call = {"name": step[0], "args": step[1], "id": f"c{len(brain.requests)}"}
+                message = AIMessage("", tool_calls=[call])
+            return ChatResult(generations=[ChatGeneration(message=message)])
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return body(path)
+
+    middleware = CompactionMiddleware(window=WINDOW, recall=True, search=True, handoff=True)
+    assert [t.name for t in middleware.tools] == ["recall", "search", "new_context"]
+    agent = create_agent(Scripted(), [read_file], system_prompt=SYSTEM, middleware=[middleware])
+    start = [HumanMessage(TASK), AIMessage("Understood."), HumanMessage(RULE)]
+    with handed_off() as seen:
+        state = agent.invoke({"messages": start}, {"recursion_limit": 50})
+    brain.check(seen)
+    # The graph state keeps everything: the handoff shaped the requests only.
+    assert any(body("src/mod_1.py") == m.text for m in state["messages"])
