@@ -147,3 +147,59 @@ def test_langchain_search_and_new_context() -> None:
     brain.check(seen)
     # The graph state keeps everything: the handoff shaped the requests only.
     assert any(body("src/mod_1.py") == m.text for m in state["messages"])
+
+
+# -- pydantic-ai -------------------------------------------------------------------------------
+
+
+def test_pydantic_ai_search_and_new_context() -> None:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from compaction.integrations.pydantic_ai import Compaction
+
+    brain = Brain()
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        assert {"recall", "search", "new_context"} <= {t.name for t in info.function_tools}
+        texts = [
+            str(getattr(m, "instructions", None) or "")
+            + "".join(
+                part.args_as_json_str() if isinstance(part, ToolCallPart) else str(part.content)
+                for part in m.parts
+                if hasattr(part, "content") or isinstance(part, ToolCallPart)
+            )
+            for m in messages
+        ]
+        step = brain.next(texts)
+        if step is None:
+            return ModelResponse([TextPart("done")])
+        return ModelResponse([ToolCallPart(step[0], step[1], f"c{len(brain.requests)}")])
+
+    compaction = Compaction(window=WINDOW, recall=True, search=True, handoff=True)
+    agent = Agent(FunctionModel(model), instructions=SYSTEM, capabilities=[compaction])
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return body(path)
+
+    history: list[ModelMessage] = [
+        ModelRequest([UserPromptPart(TASK)]),
+        ModelResponse([TextPart("Understood.")]),
+    ]
+    with handed_off() as seen:
+        result = agent.run_sync(RULE, message_history=history)
+    brain.check(seen)
+    # The run's history keeps everything: the handoff shaped the requests only.
+    contents = [getattr(p, "content", None) for m in result.all_messages() for p in m.parts]
+    assert body("src/mod_1.py") in contents

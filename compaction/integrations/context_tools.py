@@ -210,6 +210,8 @@ def langchain_new_context_tool() -> Any:
 
 def pydantic_ai_tools(*, search: bool, handoff: bool) -> list[Any]:
     """pydantic-ai ``Tool``s for ``search`` and ``new_context``, reading ``RunContext.messages``."""
+    if not (search or handoff):
+        return []
     from pydantic_ai import RunContext, Tool
 
     from .pydantic_ai_messages import from_pydantic_ai
