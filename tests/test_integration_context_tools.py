@@ -203,3 +203,73 @@ def test_pydantic_ai_search_and_new_context() -> None:
     # The run's history keeps everything: the handoff shaped the requests only.
     contents = [getattr(p, "content", None) for m in result.all_messages() for p in m.parts]
     assert body("src/mod_1.py") in contents
+
+
+# -- the OpenAI Agents SDK and LiteLLM (against a local chat server) ---------------------------
+
+
+def _chat_texts(request: dict[str, Any]) -> list[str]:
+    return [
+        str(m.get("content") or "") + json.dumps(m.get("tool_calls") or "")
+        for m in request["messages"]
+    ]
+
+
+def _chat_brain(brain: Brain) -> Any:
+    def reply(request: dict[str, Any]) -> Any:
+        step = brain.next(_chat_texts(request))
+        if step is None:
+            return text_reply("done")
+        return tool_call_reply(step[0], step[1], f"call_{len(brain.requests)}")
+
+    return reply
+
+
+def test_agents_filter_search_and_new_context() -> None:
+    agents = pytest.importorskip("agents")
+    from openai import AsyncOpenAI
+
+    from compaction.integrations.openai_agents import CompactionFilter
+
+    agents.set_tracing_disabled(True)
+    brain = Brain()
+
+    @agents.function_tool
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return body(path)
+
+    compaction = CompactionFilter(window=WINDOW, recall=True, search=True, handoff=True)
+    tools = [read_file, compaction.recall_tool, compaction.search_tool, compaction.new_context_tool]
+    start = [
+        {"role": "user", "content": TASK},
+        {"role": "assistant", "content": "Understood."},
+        {"role": "user", "content": RULE},
+    ]
+    with ScriptedChatServer(_chat_brain(brain)) as server, handed_off() as seen:
+        model = agents.OpenAIChatCompletionsModel(
+            model="local-model",
+            openai_client=AsyncOpenAI(base_url=server.base_url, api_key="t", max_retries=0),
+        )
+        agent = agents.Agent(name="a", instructions=SYSTEM, tools=tools, model=model)
+        config = agents.RunConfig(call_model_input_filter=compaction)
+        result = asyncio.run(agents.Runner.run(agent, start, run_config=config, max_turns=20))
+        names = {t["function"]["name"] for t in server.requests[0]["tools"]}
+    assert {"recall", "search", "new_context"} <= names
+    brain.check(seen)
+    # The run keeps every item: the handoff shaped the requests only.
+    outputs = [i.get("output") for i in result.to_input_list() if isinstance(i, dict)]
+    assert body("src/mod_1.py") in outputs
+
+
+def test_agents_tools_need_their_options() -> None:
+    pytest.importorskip("agents")
+    from compaction.integrations.openai_agents import CompactionFilter
+
+    plain = CompactionFilter(window=WINDOW, recall=True)
+    with pytest.raises(ValueError, match="search=True"):
+        _ = plain.search_tool
+    with pytest.raises(ValueError, match="handoff=True"):
+        _ = plain.new_context_tool
+    with pytest.raises(ValueError, match="recall=True"):
+        _ = CompactionFilter(window=WINDOW, search=True).recall_tool
