@@ -273,3 +273,61 @@ def test_agents_tools_need_their_options() -> None:
         _ = plain.new_context_tool
     with pytest.raises(ValueError, match="recall=True"):
         _ = CompactionFilter(window=WINDOW, search=True).recall_tool
+
+
+@pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")
+def test_litellm_hook_search_and_new_context() -> None:
+    litellm = pytest.importorskip("litellm")
+    from compaction.integrations.litellm import CompactionHook
+
+    litellm.telemetry = False
+    brain = Brain()
+    hook = CompactionHook(window=WINDOW, recall=True, search=True, handoff=True)
+    handlers = {t.name: t for t in (hook.recall_tool, hook.search_tool, hook.new_context_tool)}
+    read = {
+        "type": "function",
+        "function": {
+            "name": "read_file",
+            "description": "Read a file.",
+            "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+        },
+    }
+    messages: list[Any] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": TASK},
+        {"role": "assistant", "content": "Understood."},
+        {"role": "user", "content": RULE},
+    ]
+    saved = list(litellm.callbacks)
+    litellm.callbacks = [hook]
+
+    async def loop(server: ScriptedChatServer) -> None:
+        while True:
+            response = await litellm.acompletion(
+                model="openai/local-model",
+                messages=messages,
+                tools=[read, *(h.spec for h in handlers.values())],
+                api_base=server.base_url,
+                api_key="t",
+            )
+            message = response.choices[0].message
+            messages.append(message)
+            if not message.tool_calls:
+                return
+            for call in message.tool_calls:
+                if call.function.name in handlers:
+                    messages.append(handlers[call.function.name].handle(call, messages))
+                else:
+                    path = json.loads(call.function.arguments)["path"]
+                    messages.append(
+                        {"role": "tool", "tool_call_id": call.id, "content": body(path)}
+                    )
+
+    try:
+        with ScriptedChatServer(_chat_brain(brain)) as server, handed_off() as seen:
+            asyncio.run(loop(server))
+    finally:
+        litellm.callbacks = saved
+    brain.check(seen)
+    # The caller's list keeps everything: the hook shaped the requests only.
+    assert any(m.get("content") == body("src/mod_1.py") for m in messages if isinstance(m, dict))
