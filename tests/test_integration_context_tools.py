@@ -74,6 +74,8 @@ class Brain:
         # note left it out), the note; no file read before.
         assert SYSTEM in after and TASK in after and NOTE in after
         assert RULE in after
+        # ... and says, once, that the tools offered reach what was set aside.
+        assert after.count("The search and recall tools reach them.") == 1
         assert ANIMALS[0] not in after and ANIMALS[2] not in after
         assert len(handoffs) == 1 and handoffs[0]["restored"] == (RULE,)
         assert handoffs[0]["replaced"] >= 7

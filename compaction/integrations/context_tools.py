@@ -327,7 +327,11 @@ class _MessagesTool:
         else:
             call_id = getattr(tool_call, "id", None)
             arguments = getattr(getattr(tool_call, "function", None), "arguments", None)
-        return {"role": "tool", "tool_call_id": call_id, "content": self.answer(arguments, messages)}
+        return {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": self.answer(arguments, messages),
+        }
 
 
 def _openai_history(messages: Sequence[Any]) -> list[Message]:
