@@ -85,7 +85,7 @@ def search_answer(query: Any, messages: Sequence[Message], limit: Any = 5) -> st
     """The text a model gets back for ``search(query, limit)`` over one conversation's
     ``messages``: ranked snippets with recall ids, or a sentence saying why none. Any input
     is an answer, never an exception: a query that is not a string, a huge one (cut to
-    [`MAX_QUERY_CHARS`][compaction.memory.search.MAX_QUERY_CHARS]), FTS syntax (quoted)."""
+    ``MAX_QUERY_CHARS``), FTS syntax (quoted)."""
     if not isinstance(query, str):
         return 'search needs a "query" argument (a string)'
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
