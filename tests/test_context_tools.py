@@ -179,3 +179,15 @@ def test_notes_name_the_memory_tools_only_when_offered() -> None:
     assert "The search and recall tools reach them." in _notes([recall, search, other])
     assert "The recall tool reaches them." in _notes([recall])
     assert _notes([recall, search]).count("reach them") == 1
+
+
+def test_search_finds_what_a_compaction_removed_by_the_id_its_note_names() -> None:
+    history = _long()
+    sent = Compactor(None, 4000).before_call(history)
+    shown = " ".join(m.content for m in sent)
+    assert "line of output 3\n" not in shown  # the ladder took it out of view
+    answer = search_answer("output 3", history)
+    found = message_ref(history[9])
+    assert answer.splitlines()[1].startswith(f"- id {found} (tool, #9)")
+    replaced = [r for m in sent for r in m.meta.get(PROVENANCE_KEY, {}).get("replaces", ())]
+    assert found in replaced
