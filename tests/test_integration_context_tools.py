@@ -333,3 +333,48 @@ def test_litellm_hook_search_and_new_context() -> None:
     brain.check(seen)
     # The caller's list keeps everything: the hook shaped the requests only.
     assert any(m.get("content") == body("src/mod_1.py") for m in messages if isinstance(m, dict))
+
+
+def test_langchain_new_context_beside_another_call_is_refused() -> None:
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+
+    from compaction.integrations.langchain import CompactionMiddleware
+
+    requests: list[list[str]] = []
+
+    class Scripted(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:
+            return self
+
+        def _generate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> ChatResult:
+            requests.append([m.text for m in messages])
+            if len(requests) > 1:
+                return ChatResult(generations=[ChatGeneration(message=AIMessage("done"))])
+            calls = [
+                {"name": "read_file", "args": {"path": "src/mod_1.py"}, "id": "r1"},
+                {"name": "new_context", "args": {"note": NOTE}, "id": "h1"},
+            ]
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("", tool_calls=calls))])
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return body(path)
+
+    middleware = CompactionMiddleware(window=WINDOW, handoff=True)
+    agent = create_agent(Scripted(), [read_file], system_prompt=SYSTEM, middleware=[middleware])
+    with handed_off() as seen:
+        agent.invoke({"messages": [HumanMessage(TASK), HumanMessage(RULE)]})
+    assert seen == []  # no handoff: the request after the step holds everything
+    after = "\n".join(requests[1])
+    assert body("src/mod_1.py") in after
+    assert "No new context: new_context must be the step's only call" in after
