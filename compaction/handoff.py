@@ -34,6 +34,7 @@ import attrs
 
 from .memory.ledger import ledger_of
 from .memory.note import MAX_NOTE_CHARS, ledger_text
+from .memory.offered import MEMORY_TOOLS, offered, offering, tools_line
 from .memory.transcript import PROVENANCE_KEY, parse
 from .messages import Message
 
@@ -157,15 +158,20 @@ def handoff(messages: Sequence[Message]) -> Handoff:
         return Handoff((*system, *task, step, result), 0, note, (), result)
     ledger = ledger_of(rest)
     chars = sum(len(m.content) for m in rest)
-    text = ledger_text(
-        ledger,
-        max(chars, 2 * MAX_NOTE_CHARS),
-        messages=ledger.messages,
-        title=(
-            f"Context handoff: the model started a fresh window; {ledger.messages} earlier "
-            "messages were set aside ('search' and 'recall' reach them)."
-        ),
-    )
+    # The tools that reach what was set aside, named once, in the title: those offered, or
+    # both when the caller did not say (a handoff made outside a compactor).
+    tools = offered()
+    line = tools_line(MEMORY_TOOLS if tools is None else tools)
+    with offering(()):
+        text = ledger_text(
+            ledger,
+            max(chars, 2 * MAX_NOTE_CHARS),
+            messages=ledger.messages,
+            title=(
+                f"Context handoff: the model started a fresh window; {ledger.messages} earlier "
+                "messages were set aside." + (f" {line}" if line else "")
+            ),
+        )
     said_note = _squash(note)
     rules = [s.text for s in ledger.said if s.kind == "rule"]
     restored = tuple(r for r in rules if _squash(r) not in said_note)
@@ -199,7 +205,8 @@ def take_handoff(compactor: Any, messages: Sequence[Message]) -> Handoff:
     from ._log import log
     from ._trigger_view import _Plan
 
-    made = handoff(messages)
+    with offering(getattr(compactor, "memory_tools", MEMORY_TOOLS)):
+        made = handoff(messages)
     agent = list(messages)
     if not any(m is made.result for m in agent):
         agent.append(made.result)

@@ -86,6 +86,7 @@ from ._log import log
 from ._trigger_view import AppendLog, _ConversationView, _Plan
 from .checks import check_labels
 from .ladder import default_pipeline
+from .memory.offered import memory_tool_names, offering
 from .messages import Message
 from .pipeline import CompactionPipeline
 from .pricing.usage import usage_tokens
@@ -182,6 +183,9 @@ class Compactor(_ConversationView):
         self.counter: TokenCounter = counter or pipeline.counter
         self.tools: tuple[Mapping[str, Any], ...] = tuple(tools or ())
         self.tool_tokens = self.counter.count_tools(self.tools)
+        #: The memory tools (``search``, ``recall``) among ``tools``: the notes this
+        #: compactor's ladder writes say the model has them (see compaction.memory.offered).
+        self.memory_tools = memory_tool_names(self.tools)
         # Rounded first: 0.7 * 10 is 7.000000000000001 in floating point, not a reason to
         # wait for an eighth token.
         self.threshold = math.ceil(round(self.compact_at * window, 6))
@@ -372,13 +376,14 @@ class Compactor(_ConversationView):
             return self._commit(plan, plan.request, plan.tokens)
         started = time.monotonic()
         try:
-            result = self._ladder().compact(
-                plan.request,
-                target=plan.target,
-                limit=self._limit(plan),
-                counter=self.counter,
-                labels=plan.labels,
-            )
+            with offering(self.memory_tools):
+                result = self._ladder().compact(
+                    plan.request,
+                    target=plan.target,
+                    limit=self._limit(plan),
+                    counter=self.counter,
+                    labels=plan.labels,
+                )
         except Exception as exc:
             return self._failed(plan, exc, started)
         return self._taken(plan, result)
@@ -401,13 +406,14 @@ class Compactor(_ConversationView):
             return self._commit(plan, plan.request, plan.tokens)
         started = time.monotonic()
         try:
-            result = await self._ladder().acompact(
-                plan.request,
-                target=plan.target,
-                limit=self._limit(plan),
-                counter=self.counter,
-                labels=plan.labels,
-            )
+            with offering(self.memory_tools):
+                result = await self._ladder().acompact(
+                    plan.request,
+                    target=plan.target,
+                    limit=self._limit(plan),
+                    counter=self.counter,
+                    labels=plan.labels,
+                )
         except Exception as exc:
             return self._failed(plan, exc, started)
         return self._taken(plan, result)

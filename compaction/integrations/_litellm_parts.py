@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ..adapters.openai import message_to_openai
 from ..adapters.person import IsPerson
-from ..trigger import Compactor
+from ..trigger import Compactor, CompactorStats
 from ._incremental import OpenAIHistory
 from ._written import WrittenView, one_each
 
@@ -16,6 +17,7 @@ __all__ = [
     "LiteLLMConversation",
     "model_window",
     "rough_tokens",
+    "summed_stats",
 ]
 
 
@@ -77,3 +79,15 @@ class LiteLLMConversation:
         # The compacted view as written back: a call between compactions writes only the
         # steps appended since (the rest was deep-copied once, when it was first sent).
         self.written = WrittenView(one_each(message_to_openai))
+
+
+def summed_stats(compactors: Sequence[Compactor], last: Compactor | None) -> CompactorStats:
+    """The stats of ``compactors`` summed (``last_*`` and ``anchored`` those of ``last``)."""
+    total = CompactorStats()
+    for c in compactors:
+        for field in ("calls", "compactions", "attempts", "failures", "usage_ignored"):
+            setattr(total, field, getattr(total, field) + getattr(c.stats, field))
+    if last is not None:
+        total.last_estimate, total.last_tokens = last.stats.last_estimate, last.stats.last_tokens
+        total.anchored = last.stats.anchored
+    return total

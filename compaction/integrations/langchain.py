@@ -48,7 +48,7 @@ from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
-from . import recall_tools
+from . import context_tools, recall_tools
 from ._compactor import MissingWindowError
 from ._conversations import Conversations
 from ._incremental import common_prefix
@@ -179,7 +179,11 @@ class CompactionMiddleware(AgentMiddleware):
     (a count far below the local one, such as a fake model's 0, is ignored anyway);
     ``max_threads`` bounds how many conversations are remembered (least recently used first
     out); ``recall=True`` adds a ``recall`` tool that gives the model back any message a
-    placeholder or note names, from the graph state.
+    placeholder or note names, from the graph state; ``search=True`` a ``search`` tool that
+    finds earlier messages by their words, from the graph state; ``handoff=True`` a
+    ``new_context`` tool: after the model calls it, the next request is a fresh window (the
+    system message, the task, the ledger with the person's rules verbatim, the model's note;
+    see [`compaction.handoff`][]), and the state keeps everything.
 
     Only the person's words are kept as theirs (their rules and limits outlive a compaction
     verbatim): a ``HumanMessage`` or a ``ChatMessage`` with the role user, not a
@@ -206,6 +210,8 @@ class CompactionMiddleware(AgentMiddleware):
         max_threads: int = 256,
         recall: bool = False,
         is_person: IsPerson | None = None,
+        search: bool = False,
+        handoff: bool = False,
     ) -> None:
         super().__init__()
         if is_person is not None and not callable(is_person):
@@ -213,6 +219,11 @@ class CompactionMiddleware(AgentMiddleware):
         self.is_person = is_person
         # recall=True: the model gets a ``recall`` tool answering from the graph state.
         self.tools = [recall_tools.langchain_recall_tool()] if recall else []
+        if search:
+            self.tools.append(context_tools.langchain_search_tool())
+        self.handoff = bool(handoff)
+        if handoff:
+            self.tools.append(context_tools.langchain_new_context_tool())
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):
@@ -288,7 +299,10 @@ class CompactionMiddleware(AgentMiddleware):
     # -- the call ---------------------------------------------------------------------------------
 
     def _convert(self, state: _Thread, request: ModelRequest) -> AppendLog:
-        return state.convert(getattr(request, "system_message", None), request.messages)
+        messages = state.convert(getattr(request, "system_message", None), request.messages)
+        if self.handoff:
+            context_tools.hand_off_if_asked(state.compactor, messages)
+        return messages
 
     def _rebuild(
         self, request: ModelRequest, state: _Thread, sent: Sequence[Message]

@@ -61,7 +61,9 @@ from ._litellm_parts import (
     LiteLLMConversation,
     model_window,
     rough_tokens,
+    summed_stats,
 )
+from .context_tools import MessagesNewContext, MessagesSearch, hand_off_if_asked
 from .recall_tools import MessagesRecall
 
 __all__ = ["CompactionHook", "CompactionSyncWarning", "MissingWindowError"]
@@ -79,7 +81,10 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     ``max_conversations`` bounds how many conversations are followed. ``recall=True`` gives
     ``recall_tool``: put its ``spec`` in ``tools`` and answer the model's ``recall`` calls
     with its ``handle(tool_call, messages)``, which gives back any message a placeholder or
-    note names.
+    note names. ``search=True`` gives ``search_tool`` (earlier messages by their words) and
+    ``handoff=True`` ``new_context_tool``, used the same way: after the model's
+    ``new_context`` call, the next request is a fresh window (the system prompt, the task,
+    the ledger with the person's rules verbatim, the model's note; [`compaction.handoff`][]).
 
     Only the person's words are kept as theirs (their rules and limits outlive a compaction
     verbatim). Agents that send command output as user messages (mini-swe-agent's
@@ -106,6 +111,8 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         max_conversations: int = 256,
         recall: bool = False,
         is_person: IsPerson | None = None,
+        search: bool = False,
+        handoff: bool = False,
     ) -> None:
         super().__init__()
         if is_person is not None and not callable(is_person):
@@ -113,6 +120,8 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         self.is_person = is_person
         # recall=True: a tool spec (``recall_tool.spec``) and its handler over your messages.
         self.recall_tool = MessagesRecall() if recall else None
+        self.search_tool = MessagesSearch() if search else None
+        self.new_context_tool = MessagesNewContext() if handoff else None
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):
@@ -173,15 +182,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         ``anchored`` are those of the conversation used last)."""
         with self._lock:
             compactors = [c.compactor for c in self._conversations.values()]
-        total = CompactorStats()
-        for c in compactors:
-            for field in ("calls", "compactions", "attempts", "failures", "usage_ignored"):
-                setattr(total, field, getattr(total, field) + getattr(c.stats, field))
-        if self._last is not None:
-            last = self._last.compactor.stats
-            total.last_estimate, total.last_tokens = last.last_estimate, last.last_tokens
-            total.anchored = last.anchored
-        return total
+        return summed_stats(compactors, self._last.compactor if self._last else None)
 
     # -- the work --------------------------------------------------------------------------
 
@@ -266,6 +267,8 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
                 self._key(model, messages, request), messages, window, request.get("tools")
             )
             converted = conversation.history.convert(messages)
+            if self.new_context_tool is not None:
+                hand_off_if_asked(conversation.compactor, converted)
         except (AdapterError, TypeError, ValueError) as exc:
             log.warning("litellm.unreadable_request", model=model, error=exc)
             return None

@@ -36,6 +36,7 @@ from ..trigger import Compactor
 from ._compactor import MissingWindowError, build_compactor
 from ._incremental import ResponsesHistory
 from ._written import WrittenView, many_each
+from .context_tools import AgentsContextTools, hand_off_if_asked
 from .recall_tools import AgentsRecall
 
 if TYPE_CHECKING:
@@ -92,7 +93,11 @@ class CompactionFilter:
     the local one, such as the SDK's default ``Usage()`` of 0, is ignored anyway).
     ``recall=True`` offers [`recall_tool`][], a ``recall`` function tool for the agent
     that gives the model back any message a placeholder or note names, from the input of the
-    run that calls it. Without a window (or a compactor) it raises ``MissingWindowError``.
+    run that calls it; ``search=True`` offers [`search_tool`][] (earlier messages by their
+    words, from the same input); ``handoff=True`` offers [`new_context_tool`][]: after the
+    model calls it, the next request is a fresh window (the instructions, the task, the
+    ledger with the person's rules verbatim, the model's note; see [`compaction.handoff`][]).
+    Without a window (or a compactor) it raises ``MissingWindowError``.
 
     Only the person's words are kept as theirs (their rules and limits outlive a compaction
     verbatim): a user message that opens like command output or a harness's reply is not;
@@ -109,6 +114,8 @@ class CompactionFilter:
         observe_usage: bool = True,
         recall: bool = False,
         is_person: IsPerson | None = None,
+        search: bool = False,
+        handoff: bool = False,
         **options: Any,
     ) -> None:
         self.compactor = build_compactor(compactor, window, pipeline, options)
@@ -121,7 +128,14 @@ class CompactionFilter:
         self._written = WrittenView(many_each(message_to_responses))
         # recall=True: ``recall_tool`` answers from the last input the runner gave us in the
         # run that calls it.
-        self.recall = AgentsRecall() if recall else None
+        memory = AgentsRecall() if recall or search or handoff else None
+        self.recall = memory if recall else None
+        self._memory = memory
+        self._tools: AgentsContextTools | None = None
+        if memory is not None:
+            held = memory
+            self._tools = AgentsContextTools(lambda: held.items)
+        self._search, self.handoff = bool(search), bool(handoff)
         # Without tools= the agent's own function tools are counted, as the runner sends their
         # schemas with every request: known only at the first call.
         self._learn_tools = compactor is None and "tools" not in options
@@ -158,12 +172,14 @@ class CompactionFilter:
         if self._learn_tools:
             self._with_agent_tools(data.agent)
         model_data = data.model_data
-        if self.recall is not None:
-            self.recall.remember(model_data.input)
+        if self._memory is not None:
+            self._memory.remember(model_data.input)
         instructions = model_data.instructions
         messages = _read(self._history, model_data.input, self._lead(instructions))
         if messages is None:
             return model_data
+        if self.handoff:
+            hand_off_if_asked(self.compactor, messages)
         request = await self.compactor.abefore_call(messages)
         if not self.compactor.compacted:
             return model_data
@@ -178,6 +194,21 @@ class CompactionFilter:
         if self.recall is None:
             raise ValueError("recall_tool needs CompactionFilter(..., recall=True)")
         return self.recall.tool
+
+    @property
+    def search_tool(self) -> Any:
+        """The ``search`` function tool for the agent's ``tools`` (needs ``search=True``)."""
+        if self._tools is None or not self._search:
+            raise ValueError("search_tool needs CompactionFilter(..., search=True)")
+        return self._tools.search_tool
+
+    @property
+    def new_context_tool(self) -> Any:
+        """The ``new_context`` function tool for the agent's ``tools`` (needs
+        ``handoff=True``)."""
+        if self._tools is None or not self.handoff:
+            raise ValueError("new_context_tool needs CompactionFilter(..., handoff=True)")
+        return self._tools.new_context_tool
 
     def observe(self, usage: Any) -> None:
         """Anchor the next estimate on the provider's count of the request last sent (a usage

@@ -45,7 +45,7 @@ from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor, default_pipeline
-from . import recall_tools
+from . import context_tools, recall_tools
 from ._compactor import MissingWindowError
 from ._conversations import Conversations
 from ._incremental import common_prefix
@@ -158,7 +158,9 @@ class _Engine:
         labels: Mapping[str, Any] | None,
         max_conversations: int,
         is_person: IsPerson | None = None,
+        handoff: bool = False,
     ) -> None:
+        self.handoff = handoff
         if is_person is not None and not callable(is_person):
             raise TypeError(f"is_person must be callable, got {type(is_person).__name__}")
         self.is_person = is_person
@@ -213,6 +215,8 @@ class _Engine:
             ours = state.convert(
                 messages, _instructions(parameters), getattr(ctx, "prompt", None), self.is_person
             )
+            if self.handoff:
+                context_tools.hand_off_if_asked(state.compactor, ours)
             sent = await state.compactor.abefore_call(ours)
             if sent is ours:
                 return messages
@@ -243,7 +247,11 @@ class Compaction(AbstractCapability[Any]):
     input tokens the provider reports (a count far below the local one, such as
     ``FunctionModel``'s word count, is ignored anyway); ``max_conversations`` bounds how many
     conversations (``conversation_id``) are followed at once; ``recall=True`` contributes a
-    ``recall`` tool that gives the model back any message a placeholder or note names.
+    ``recall`` tool that gives the model back any message a placeholder or note names,
+    ``search=True`` a ``search`` tool that finds earlier messages by their words (both from
+    ``RunContext.messages``), ``handoff=True`` a ``new_context`` tool: after the model calls
+    it, the next request is a fresh window (the instructions, the task, the ledger with the
+    person's rules verbatim, the model's note; see [`compaction.handoff`][]).
 
     Only the person's words are kept as theirs (their rules and limits outlive a compaction
     verbatim): a user prompt sent beside tool returns (a tool's ``ToolReturn.content``) is the
@@ -266,9 +274,19 @@ class Compaction(AbstractCapability[Any]):
         max_conversations: int = 256,
         recall: bool = False,
         is_person: IsPerson | None = None,
+        search: bool = False,
+        handoff: bool = False,
     ) -> None:
-        # recall=True: a ``recall`` tool answering from the run's messages.
+        # recall=True: a ``recall`` tool answering from the run's messages (search=True and
+        # handoff=True add theirs to the same toolset).
         self._recall = recall_tools.pydantic_ai_recall_toolset() if recall else None
+        more = context_tools.pydantic_ai_tools(search=search, handoff=handoff)
+        if more:
+            from pydantic_ai.toolsets import FunctionToolset
+
+            self._recall = self._recall or FunctionToolset([])
+            for tool in more:
+                self._recall.add_tool(tool)
         self._engine = _Engine(
             pipeline,
             window,
@@ -279,6 +297,7 @@ class Compaction(AbstractCapability[Any]):
             labels,
             max_conversations,
             is_person,
+            handoff,
         )
         self.observe_usage = observe_usage
 

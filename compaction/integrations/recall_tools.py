@@ -1,14 +1,13 @@
 """``recall`` as a tool of each framework, answered from that framework's own full history.
 
 Placeholders, cut markers and notes name the messages they stand for by recall id
-([`message_ref`][compaction.memory.transcript.message_ref]: a message's own id, else a ``sha1:``
-fingerprint of
-its content). A [`Session`][compaction.sessions.session.Session] can look those ids up; the
-drop-ins keep no store of their own, and need none: each framework already holds the whole
-history (the LangGraph state, pydantic-ai's run messages, the input the Agents SDK runner hands
-the filter, the messages a LiteLLM caller sends). So the tool converts that history with the
-same adapter the drop-in compacts with, which gives every message the very id its placeholder
-names, and answers the original text.
+(``compaction.memory.transcript.message_ref``: a message's own id, else a ``sha1:``
+fingerprint of its content). A [`Session`][compaction.sessions.session.Session] can look
+those ids up; the drop-ins keep no store of their own, and need none: each framework
+already holds the whole history (the LangGraph state, pydantic-ai's run messages, the input
+the Agents SDK runner hands the filter, the messages a LiteLLM caller sends). So the tool
+converts that history with the same adapter the drop-in compacts with, which gives every
+message the very id its placeholder names, and answers the original text.
 
 Each factory imports its framework when called, never at import time:
 

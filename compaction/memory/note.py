@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from .offered import offered, tools_line
 from .words import PRIORITY, Statement, statements, superseded
 
 if TYPE_CHECKING:
@@ -62,9 +63,12 @@ def _recall(refs: Sequence[str]) -> str:
     unique = list(dict.fromkeys(refs))
     if not unique:
         return ""
+    # One line more only while the model has the tools to use them (see memory.offered).
+    tools = tools_line(offered())
+    tail = f" {tools}" if tools else ""
     if len(unique) == 1:
-        return f"Recall id: {unique[0]}."
-    return f"Recall ids: {unique[0]} … {unique[-1]} ({len(refs)}, all listed in meta)."
+        return f"Recall id: {unique[0]}.{tail}"
+    return f"Recall ids: {unique[0]} … {unique[-1]} ({len(refs)}, all listed in meta).{tail}"
 
 
 def ledger_text(

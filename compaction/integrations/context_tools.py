@@ -1,0 +1,368 @@
+"""``search`` and ``new_context`` as tools of each framework, beside ``recall``.
+
+Both are opt-in, one argument each, in every drop-in (``search=True``, ``handoff=True``), and
+like [`recall`][compaction.integrations.recall_tools] they need no store: each framework
+already holds the whole conversation (the LangGraph state, pydantic-ai's run messages, the
+input the Agents SDK runner hands the filter, the messages a LiteLLM caller keeps).
+
+- ``search`` converts that history with the drop-in's own adapter (so every message has the
+  very recall id its placeholder names), indexes it in an in-memory SQLite FTS5 index
+  ([`SearchIndex`][compaction.memory.search.SearchIndex], the one sessions use) and answers
+  ranked snippets with recall ids. One index per call, built from one conversation's history:
+  a search can only ever answer that conversation. The query is bounded and quoted word by
+  word ([`fts_queries`][compaction.memory.search.fts_queries]), so no input is FTS syntax and
+  none is too long to parse. Compaction output and the memory tools' own calls and answers
+  are not indexed (a search would otherwise find its earlier answers).
+- ``new_context`` answers at once (refused, with why, when the history it can see shows the
+  call beside another or an earlier call unanswered); the handoff itself is the drop-in's,
+  before the next model call: [`hand_off_if_asked`][] finds the answered call, and the
+  [`Compactor`][compaction.trigger.Compactor] makes the handoff
+  ([`compaction.handoff`][]), sends ``events.handed_off`` with the rules the note left out,
+  and from then on sends the handoff's view followed by what the agent appends.
+
+Each factory imports its framework when called, never at import time.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Final
+
+from .._log import log
+from ..handoff import (
+    DONE,
+    NEW_CONTEXT,
+    NEW_CONTEXT_DESCRIPTION,
+    NEW_CONTEXT_PARAMETERS,
+    HandoffRefused,
+    handoff,
+    handoff_reply,
+)
+from ..memory.search import MAX_HITS, SearchIndex, render_hits
+from ..memory.transcript import is_compaction_output
+from ..messages import Message
+from ..sessions.recall import SEARCH_DESCRIPTION, SEARCH_PARAMETERS
+from .recall_tools import _converted
+
+__all__ = [
+    "SEARCH",
+    "AgentsContextTools",
+    "MessagesNewContext",
+    "MessagesSearch",
+    "hand_off_if_asked",
+    "langchain_new_context_tool",
+    "langchain_search_tool",
+    "new_context_answer",
+    "pydantic_ai_tools",
+    "search_answer",
+]
+
+SEARCH: Final = "search"
+#: The tools whose calls and answers are not searched: they only repeat what they found.
+_MEMORY_TOOLS: Final = frozenset({SEARCH, "recall", NEW_CONTEXT})
+#: What a refused ``new_context`` answers begins with this (the hook then does not hand off).
+_REFUSED: Final = handoff_reply(False, "")
+
+
+# -- the answers, framework-neutral ------------------------------------------------------------
+
+
+def _searchable(messages: Sequence[Message]) -> Iterable[tuple[int, Message]]:
+    memory_calls = {c.id for m in messages for c in m.tool_calls if c.name in _MEMORY_TOOLS}
+    for seq, m in enumerate(messages):
+        if is_compaction_output(m):
+            continue
+        if m.role == "tool" and m.tool_call_id in memory_calls:
+            continue
+        if m.tool_calls and not m.content and all(c.id in memory_calls for c in m.tool_calls):
+            continue
+        yield seq, m
+
+
+def search_answer(query: Any, messages: Sequence[Message], limit: Any = 5) -> str:
+    """The text a model gets back for ``search(query, limit)`` over one conversation's
+    ``messages``: ranked snippets with recall ids, or a sentence saying why none. Any input
+    is an answer, never an exception: a query that is not a string, a huge one (cut to
+    ``MAX_QUERY_CHARS``), FTS syntax (quoted)."""
+    if not isinstance(query, str):
+        return 'search needs a "query" argument (a string)'
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        limit = 5
+    index = SearchIndex()
+    try:
+        index.add(_searchable(messages))
+        hits = index.search(query, min(limit, MAX_HITS))
+    finally:
+        index.close()
+    return render_hits(query, hits)
+
+
+def _newest_step(messages: Sequence[Message]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == "assistant":
+            return index
+    return None
+
+
+def new_context_answer(messages: Sequence[Message]) -> str:
+    """What the ``new_context`` tool answers, from the history the tool can see: refused with
+    why when the newest step calls it beside another tool or an earlier call is unanswered;
+    else done (the drop-in hands off before the next model call). A history that does not
+    show the call yet (the Agents SDK's tools see the input of the call, not its answer) is
+    answered done: the drop-in's own check still refuses before anything changes."""
+    index = _newest_step(messages)
+    if index is None or not any(c.name == NEW_CONTEXT for c in messages[index].tool_calls):
+        return DONE
+    try:
+        handoff(messages[: index + 1])
+    except HandoffRefused as exc:
+        return handoff_reply(False, str(exc))
+    return DONE
+
+
+#: The ``new_context`` calls each compactor has handed off (a retried call must not hand off
+#: twice); weak, so a forgotten conversation's set goes with its compactor.
+_HANDED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def hand_off_if_asked(compactor: Any, messages: Sequence[Message]) -> Any:
+    """Hand off when the newest step of ``messages`` (the drop-in's converted history, before
+    a model call) is a ``new_context`` call that was answered done and not handed off yet;
+    answers the [`Handoff`][compaction.handoff.Handoff] or None. A refusal (another call
+    unanswered) is logged and the conversation goes on in the same window: compaction never
+    fails a model call."""
+    index = _newest_step(messages)
+    if index is None:
+        return None
+    call = next((c for c in messages[index].tool_calls if c.name == NEW_CONTEXT), None)
+    if call is None:
+        return None
+    handed = _HANDED.setdefault(compactor, set())
+    if call.id in handed:
+        return None
+    end = index + 1
+    while end < len(messages) and messages[end].role == "tool":
+        end += 1
+    answer = next((m for m in messages[index + 1 : end] if m.tool_call_id == call.id), None)
+    if answer is None:
+        return None  # not answered yet: the framework answers it before the next call
+    handed.add(call.id)
+    if answer.content.startswith(_REFUSED):
+        return None
+    try:
+        return compactor.handoff(messages[:end])
+    except HandoffRefused as exc:
+        log.warning("integrations.handoff_refused", reason=str(exc), labels=compactor.labels)
+        return None
+
+
+def _arguments(arguments: Any) -> Mapping[str, Any]:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments or "{}")
+        except (ValueError, RecursionError):
+            return {}
+    return arguments if isinstance(arguments, Mapping) else {}
+
+
+# -- LangChain ---------------------------------------------------------------------------------
+
+
+def _langchain_history(runtime: Any) -> list[Message]:
+    from .langchain_messages import message_from_langchain
+
+    def convert(items: Sequence[Any]) -> list[Message]:
+        return [message_from_langchain(m, i) for i, m in enumerate(items)]
+
+    state = runtime.state
+    history = state.get("messages", []) if isinstance(state, Mapping) else []
+    return _converted(convert, list(history))
+
+
+def langchain_search_tool() -> Any:
+    """A LangChain ``BaseTool`` named ``search`` over the agent's graph state."""
+    from langchain.tools import ToolRuntime, tool
+
+    def search(query: str, runtime: ToolRuntime, limit: int = 5) -> str:
+        """Search earlier messages by their words."""
+        return search_answer(query, _langchain_history(runtime), limit)
+
+    search.__annotations__ = {"query": str, "runtime": ToolRuntime, "limit": int, "return": str}
+    return tool(SEARCH, description=SEARCH_DESCRIPTION)(search)
+
+
+def langchain_new_context_tool() -> Any:
+    """A LangChain ``BaseTool`` named ``new_context`` (the middleware hands off)."""
+    from langchain.tools import ToolRuntime, tool
+
+    def new_context(note: str, runtime: ToolRuntime) -> str:
+        """Start a fresh context window."""
+        return new_context_answer(_langchain_history(runtime))
+
+    new_context.__annotations__ = {"note": str, "runtime": ToolRuntime, "return": str}
+    return tool(NEW_CONTEXT, description=NEW_CONTEXT_DESCRIPTION)(new_context)
+
+
+# -- pydantic-ai -------------------------------------------------------------------------------
+
+
+def pydantic_ai_tools(*, search: bool, handoff: bool) -> list[Any]:
+    """pydantic-ai ``Tool``s for ``search`` and ``new_context``, reading ``RunContext.messages``."""
+    if not (search or handoff):
+        return []
+    from pydantic_ai import RunContext, Tool
+
+    from .pydantic_ai_messages import from_pydantic_ai
+
+    def history(ctx: RunContext[Any]) -> list[Message]:
+        return _converted(from_pydantic_ai, list(ctx.messages))
+
+    def search_tool(ctx: RunContext[Any], query: str, limit: int = 5) -> str:
+        """Search earlier messages by their words."""
+        return search_answer(query, history(ctx), limit)
+
+    def new_context(ctx: RunContext[Any], note: str) -> str:
+        """Start a fresh context window."""
+        return new_context_answer(history(ctx))
+
+    search_tool.__annotations__ = {"ctx": RunContext[Any], "query": str, "limit": int}
+    search_tool.__annotations__["return"] = str
+    new_context.__annotations__ = {"ctx": RunContext[Any], "note": str, "return": str}
+    tools = []
+    if search:
+        tools.append(Tool(search_tool, takes_ctx=True, name=SEARCH, description=SEARCH_DESCRIPTION))
+    if handoff:
+        tools.append(
+            Tool(new_context, takes_ctx=True, name=NEW_CONTEXT, description=NEW_CONTEXT_DESCRIPTION)
+        )
+    return tools
+
+
+# -- the OpenAI Agents SDK ---------------------------------------------------------------------
+
+
+class AgentsContextTools:
+    """``search`` and ``new_context`` as Agents SDK function tools, answering from the input
+    of the run that calls them: ``history`` answers it (an
+    [`AgentsRecall`][compaction.integrations.recall_tools.AgentsRecall]'s ``items``, kept per
+    run by the filter)."""
+
+    def __init__(self, items: Callable[[], list[Any]]) -> None:
+        self._items = items
+        self._search: Any = None
+        self._new_context: Any = None
+
+    def history(self) -> list[Message]:
+        from ..adapters.responses import from_responses
+
+        return _converted(from_responses, self._items())
+
+    @property
+    def search_tool(self) -> Any:
+        """An Agents SDK ``FunctionTool`` named ``search``."""
+        if self._search is None:
+            from agents import function_tool
+
+            history = self.history
+
+            def search(query: str, limit: int = 5) -> str:
+                return search_answer(query, history(), limit)
+
+            search.__annotations__ = {"query": str, "limit": int, "return": str}
+            self._search = function_tool(
+                search, name_override=SEARCH, description_override=SEARCH_DESCRIPTION
+            )
+        return self._search
+
+    @property
+    def new_context_tool(self) -> Any:
+        """An Agents SDK ``FunctionTool`` named ``new_context`` (the filter hands off)."""
+        if self._new_context is None:
+            from agents import function_tool
+
+            history = self.history
+
+            def new_context(note: str) -> str:
+                return new_context_answer(history())
+
+            new_context.__annotations__ = {"note": str, "return": str}
+            self._new_context = function_tool(
+                new_context, name_override=NEW_CONTEXT, description_override=NEW_CONTEXT_DESCRIPTION
+            )
+        return self._new_context
+
+
+# -- LiteLLM and any chat-completions loop -----------------------------------------------------
+
+
+class _MessagesTool:
+    name: str = ""
+    description: str = ""
+    parameters: Mapping[str, Any] = {}
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The OpenAI chat-completions ``tools`` entry."""
+        parameters = json.loads(json.dumps(self.parameters))
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+            },
+        }
+
+    def answer(self, arguments: Any, messages: Sequence[Any]) -> str:
+        raise NotImplementedError
+
+    def handle(self, tool_call: Any, messages: Sequence[Any]) -> dict[str, Any]:
+        """The ``{"role": "tool", ...}`` message answering ``tool_call`` (an SDK object or a
+        dict with ``id`` and ``function.arguments``) over the caller's whole ``messages``."""
+        if isinstance(tool_call, Mapping):
+            call_id, function = tool_call.get("id"), tool_call.get("function") or {}
+            arguments = function.get("arguments") if isinstance(function, Mapping) else None
+        else:
+            call_id = getattr(tool_call, "id", None)
+            arguments = getattr(getattr(tool_call, "function", None), "arguments", None)
+        return {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": self.answer(arguments, messages),
+        }
+
+
+def _openai_history(messages: Sequence[Any]) -> list[Message]:
+    from ..adapters.openai import from_openai
+
+    return _converted(from_openai, list(messages))
+
+
+class MessagesSearch(_MessagesTool):
+    """``search`` for a loop that keeps its own OpenAI-format ``messages`` (LiteLLM): put
+    ``spec`` in ``tools``, answer the model's calls with ``handle(tool_call, messages)``."""
+
+    name = SEARCH
+    description = SEARCH_DESCRIPTION
+    parameters = SEARCH_PARAMETERS
+
+    def answer(self, arguments: Any, messages: Sequence[Any]) -> str:
+        """The result text for a call's ``arguments`` (JSON text or mapping) over ``messages``."""
+        args = _arguments(arguments)
+        return search_answer(args.get("query"), _openai_history(messages), args.get("limit", 5))
+
+
+class MessagesNewContext(_MessagesTool):
+    """``new_context`` for a loop that keeps its own OpenAI-format ``messages`` (LiteLLM):
+    put ``spec`` in ``tools`` and answer the call with ``handle(tool_call, messages)`` (the
+    list holding the assistant message that called it); the hook hands off on the next call."""
+
+    name = NEW_CONTEXT
+    description = NEW_CONTEXT_DESCRIPTION
+    parameters = NEW_CONTEXT_PARAMETERS
+
+    def answer(self, arguments: Any, messages: Sequence[Any]) -> str:
+        """``new_context``'s answer over ``messages`` (see [`new_context_answer`][])."""
+        return new_context_answer(_openai_history(messages))
