@@ -89,7 +89,7 @@ def kept(world: dict[str, Any]) -> None:
 
 @then("the ledger says it waits on the sub-agent, by tool, call id and task")
 def ledger_names_it(world: dict[str, Any]) -> None:
-    notes = [m for m in world["out"] if "facts" in (provenance(m) or {})]
+    notes = [m for m in world["out"] if (provenance(m) or {}).get("kind") in ("note", "summary")]
     assert notes
     line = "Waiting on: Task (call agent_1): Find the flaky test"
     assert any(line in m.content for m in notes)
