@@ -95,6 +95,7 @@ SUITES: Final = (
     Suite("probe", "benchmarks.probe.suite"),
     Suite("integrations", "benchmarks.integrations.suite", "suite", "section"),
     Suite("live", "benchmarks.live.suite", "suite", "section"),
+    Suite("background", "benchmarks.background.suite", "suite", "section"),
     Suite("sessions", "benchmarks.sessions.suite", "suite", "section"),
     Suite("cost", "benchmarks.cost.suite", "suite", "markdown"),
 )

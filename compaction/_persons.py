@@ -91,6 +91,7 @@ def trial(run: Run, answer: tuple[Message, ...]) -> Run | None:
         depth=run.depth,
         hard_limit=run.hard_limit,
         trial=True,
+        pending=run.pending,
     )
 
 

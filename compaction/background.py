@@ -13,7 +13,8 @@ doing nothing. With [`Background`][compaction.background.Background] attached to
   sliding window, the last-resort fit), so the request fits without waiting;
 - at the next call after the summary is back, it is **swapped in** when it still applies: the
   agent's list still starts with the messages it summarised (the conversation only grew), and
-  the result followed by what was appended since is smaller than what would be sent. A summary
+  the result followed by what was appended since is smaller than what would be sent (and when
+  that is still over ``compact_at``, the free layers take the rest off in the same call). A summary
   that failed, no longer applies or saves nothing is discarded, visibly (a log line and
   ``stats.background_discarded``), and the next one is not started before the conversation
   has grown by the compactor's minimum saving, so a failing summariser is not paid each call.
@@ -29,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import math
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -152,7 +154,26 @@ class Background:
         compactor._anchor = None
         plan.since = 0
         committed: Sequence[Message] = compactor._commit(plan, request, tokens)
-        return committed
+        if tokens + compactor.tool_tokens < compactor.threshold or self.free is None:
+            return committed
+        # The conversation grew past the mark while the summary was out: the free layers take
+        # the rest off now, as on any call, so what is sent is within the window.
+        again = compactor._plan(plan.messages, None)
+        compactor.stats.calls -= 1  # the same call, planned again on the summary's view
+        if not again.compact:
+            return compactor._commit(again, again.request, again.tokens)  # type: ignore[no-any-return]
+        started = time.monotonic()
+        try:
+            result = self.free.compact(
+                again.request,
+                target=again.target,
+                limit=compactor._limit(again),
+                counter=compactor.counter,
+                labels=again.labels,
+            )
+        except Exception as exc:
+            return compactor._failed(again, exc, started)  # type: ignore[no-any-return]
+        return compactor._taken(again, result)  # type: ignore[no-any-return]
 
     def maybe_start(self, compactor: Any, plan: Any, *, asynchronous: bool = False) -> None:
         """Start a summary of the request as it stands when it passed the early mark."""

@@ -25,7 +25,7 @@ from .checks import check_labels
 from .messages import Message
 from .result import Applied, CompactionResult, Declined
 from .tokens import TokenCounter, default_counter
-from .validate import mark_checked, reset_checked, validate
+from .validate import InvalidConversationError, mark_checked, reset_checked, unanswered, validate
 
 __all__ = ["Layer", "Run", "current_labels", "execute", "aexecute"]
 
@@ -63,6 +63,9 @@ class Run:
     #: A trial: the layers below run on what a layer above was handed, to compare answers
     #: that fit (see ``Strategy._trial``); layers that spend a model call are not asked.
     trial: bool = False
+    #: Ids of the calls still waiting on their result (a sub-agent at work): no layer drops
+    #: or cuts the step that holds one (``compaction._pending``).
+    pending: frozenset[str] = frozenset()
 
     @property
     def limit(self) -> int:
@@ -128,10 +131,21 @@ def _start(
     msgs = check_messages(messages)
     if counter is not None and not isinstance(counter, TokenCounter):
         raise TypeError(f"counter must be a TokenCounter, got {type(counter).__name__}")
-    validate(msgs)
+    pending: frozenset[str] = frozenset()
+    try:
+        validate(msgs)
+    except InvalidConversationError:
+        # A call still waiting on its result (a sub-agent at work) is a history, not a fault:
+        # it is kept as it is, and its result pairs with it when it comes. Anything else
+        # a provider would refuse is still refused.
+        pending = frozenset(c.id for c in unanswered(msgs))
+        if not pending:
+            raise
+        validate(msgs, pending=pending)
     counter = counter or default_counter()
     tokens = counter.count_messages(msgs)
     run = Run(msgs, tokens, aim, counter, check_labels(labels), strict, hard_limit=hard_limit)
+    run.pending = pending
     # ``started`` fires for every run, with the same keyword arguments as ever (receivers with
     # fixed signatures must keep working): ``tokens > target`` says whether there is anything to
     # do. A count of compactions reads ``changed`` on ``compacted`` instead.

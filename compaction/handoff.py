@@ -61,12 +61,14 @@ NEW_CONTEXT_PARAMETERS: Final[dict[str, Any]] = {
     "required": ["note"],
     "additionalProperties": False,
 }
-#: The ``new_context`` tool as a provider-neutral function spec.
 NEW_CONTEXT_SPEC: Final[dict[str, Any]] = {
     "name": NEW_CONTEXT,
     "description": NEW_CONTEXT_DESCRIPTION,
     "parameters": NEW_CONTEXT_PARAMETERS,
 }
+"""The ``new_context`` tool as a provider-neutral function spec (``name``, ``description``,
+``parameters``): offer it to the model in any harness; answer its call with
+[`Compactor.handoff`][compaction.trigger.Compactor.handoff]."""
 #: What the ``new_context`` tool answers when the handoff was made.
 DONE: Final = "New context started: earlier messages were set aside (search and recall reach them)."
 

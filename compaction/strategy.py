@@ -12,7 +12,9 @@ rules are kept here, once:
    it was over (otherwise the layer above would write the same size back on every call,
    forever: the compaction loops of OpenHands and opencode), and only when a provider would
    accept it;
-3. once under target, the layers below are never called.
+3. once under target, the layers below are never called;
+4. a step still waiting on its result (a sub-agent at work) comes out as it went in, so its
+   result pairs with it when it comes (``compaction._pending``).
 
 The conversation handed to ``rewrite`` is a tuple: it belongs to the caller and cannot be
 edited in place.
@@ -224,7 +226,12 @@ class Strategy:
             if asked:
                 started = time.monotonic()
                 try:
-                    answer = self._rewrite(run.messages, run.target, run.counter, run.limit)
+                    if run.pending:  # a step waiting on its result is held out of reach
+                        from ._pending import held_answer
+
+                        answer = held_answer(self, run)
+                    else:
+                        answer = self._rewrite(run.messages, run.target, run.counter, run.limit)
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
@@ -250,7 +257,14 @@ class Strategy:
             if asked:
                 started = time.monotonic()
                 try:
-                    answer = await self._arewrite(run.messages, run.target, run.counter, run.limit)
+                    if run.pending:
+                        from ._pending import aheld_answer
+
+                        answer = await aheld_answer(self, run)
+                    else:
+                        answer = await self._arewrite(
+                            run.messages, run.target, run.counter, run.limit
+                        )
                 except Exception as exc:
                     self._raised(run, exc, started)
                 else:
@@ -324,7 +338,7 @@ class Strategy:
             if after >= before:
                 reason = "did_not_shrink"
             else:
-                found = problems(new)
+                found = problems(new, pending=run.pending)
                 if found:
                     # A strategy bug must never reach a provider as a 400; refuse it loudly.
                     reason = "invalid"

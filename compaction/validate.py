@@ -9,10 +9,10 @@ than making it worse.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextvars import ContextVar, Token
 
-from .messages import Message
+from .messages import Message, ToolCall
 
 __all__ = [
     "InvalidConversationError",
@@ -20,6 +20,7 @@ __all__ = [
     "mark_checked",
     "problems",
     "reset_checked",
+    "unanswered",
     "validate",
 ]
 
@@ -41,8 +42,15 @@ class InvalidConversationError(ValueError):
         super().__init__(f"message {index}: {reason}")
 
 
-def problems(messages: Sequence[Message]) -> list[InvalidConversationError]:
-    """Every problem in ``messages``, in order (empty when valid)."""
+def problems(
+    messages: Sequence[Message], *, pending: Collection[str] = ()
+) -> list[InvalidConversationError]:
+    """Every problem in ``messages``, in order (empty when valid).
+
+    ``pending``: ids of calls whose result has not come back yet (a sub-agent at work, a long
+    tool): left unanswered, they are not a problem here. The conversation is then valid as a
+    history waiting on them, and becomes a valid request once their results are appended
+    after them (see [`unanswered`][])."""
     found: list[InvalidConversationError] = []
     # Providers match results to calls by id, and Anthropic refuses two tool_use blocks with
     # one id anywhere in a request: an id belongs to one call in the whole conversation.
@@ -99,7 +107,7 @@ def problems(messages: Sequence[Message]) -> list[InvalidConversationError]:
                     found.append(InvalidConversationError(j, f"tool call {cid!r} answered twice"))
                 answered.add(cid or "")
                 j += 1
-            missing = [cid for cid in wanted if cid not in answered]
+            missing = [cid for cid in wanted if cid not in answered and cid not in pending]
             if missing:
                 found.append(
                     InvalidConversationError(
@@ -123,13 +131,35 @@ def reset_checked(token: Token[tuple[Message, ...] | None]) -> None:
     _checked.reset(token)
 
 
-def validate(messages: Sequence[Message]) -> None:
-    """Raise [`InvalidConversationError`][] for the first problem; return None if valid."""
+def validate(messages: Sequence[Message], *, pending: Collection[str] = ()) -> None:
+    """Raise [`InvalidConversationError`][] for the first problem; return None if valid.
+    ``pending`` as for [`problems`][]."""
     if messages is _checked.get():
         return
-    found = problems(messages)
+    found = problems(messages, pending=pending)
     if found:
         raise found[0]
+
+
+def unanswered(messages: Sequence[Message]) -> tuple[ToolCall, ...]:
+    """The tool calls in ``messages`` with no result in the run of tool messages right after
+    their assistant message, oldest first: calls still waiting on their result (a sub-agent,
+    a long tool) wherever they are. No layer of a ladder drops or cuts the message that makes
+    one (see [`compaction.strategy`][]), so its result, when it comes, still pairs with it."""
+    out: list[ToolCall] = []
+    n = len(messages)
+    i = 0
+    while i < n:
+        m = messages[i]
+        i += 1
+        if m.role != "assistant" or not m.tool_calls:
+            continue
+        answered: set[str | None] = set()
+        while i < n and messages[i].role == "tool":
+            answered.add(messages[i].tool_call_id)
+            i += 1
+        out.extend(call for call in m.tool_calls if call.id not in answered)
+    return tuple(out)
 
 
 def is_valid(messages: Sequence[Message]) -> bool:

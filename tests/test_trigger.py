@@ -373,7 +373,7 @@ def test_invalid_input_is_reported_and_passed_through(record):
     comp = compactor()
     bad = [
         sized(user, 400, 1),
-        assistant("", [ToolCall("c1", "ls")]),  # unanswered: the pipeline refuses it
+        tool("c1", "ls output"),  # a result answering no call: the pipeline refuses it
         sized(user, 400, 2),
     ]
     assert comp.before_call(bad) is bad

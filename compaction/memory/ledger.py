@@ -10,7 +10,9 @@ the same structured, model-free record, and the next compaction carries it forwa
   value of each subject only;
 - files read and files edited ([`compaction.memory.shell`][] tells an edit from a read);
 - commands with their exit codes, error names, failing test ids, open todos;
-- how many messages and tool steps it stands for, and their recall ids.
+- how many messages and tool steps it stands for, and their recall ids;
+- the calls the conversation still waits on when it is written, sub-agents first (tool, call id,
+  task line: [`compaction.memory.agents`][]), named afresh by every compaction, never carried.
 
 The record lives in ``meta["compaction"]["facts"]``; a later compaction reads it from there and
 never from the note's text, which anyone could have typed. Its text ([`compaction.memory.note`][])
@@ -28,6 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from ..messages import Message
+from .agents import waiting
 from .facts import (
     call_arguments,
     call_files,
@@ -336,7 +339,7 @@ class Ledger:
         """The ledger as plain data, for the note's provenance."""
         if self.said_closed:
             closed(self.said)  # read back from the note, it need not be checked again
-        return {
+        record: dict[str, Any] = {
             "messages": self.messages,
             "steps": self.steps,
             "chars": self.chars,
@@ -350,6 +353,10 @@ class Ledger:
             "failing": tuple(self.failing),
             "todos": tuple(self.todos) if self.todos is not None else None,
         }
+        open_now = waiting()
+        if open_now:  # the calls still open in the conversation compacted (not carried on)
+            record["waiting"] = tuple((w.call_id, w.name, w.task, w.agent) for w in open_now)
+        return record
 
 
 def _int(value: Any, default: int) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from .agents import waiting
 from .offered import offered, tools_line
 from .words import PRIORITY, Statement, statements, superseded
 
@@ -135,6 +136,10 @@ def ledger_text(
         for c, code in reversed(ledger.commands.items())
     ]
     plan: list[tuple[str, list[str], str]] = []
+    # What the agent still waits on (a sub-agent at work) comes before everything it did.
+    open_now = [w.line() for w in waiting()]
+    if open_now:
+        plan.append(("Waiting on", open_now, "; "))
     if show_task and ledger.task:
         plan.append(("Task", [" ".join(ledger.task.split())], ""))
     plan += [
@@ -159,6 +164,7 @@ def ledger_text(
         if text:
             sections[title] = text
     order = (
+        "Waiting on",
         "Task",
         "Errors seen",
         "Failing tests",
