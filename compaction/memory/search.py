@@ -40,6 +40,7 @@ __all__ = [
     "fts_queries",
     "fts_query",
     "render_hits",
+    "searchable_text",
 ]
 
 #: A query longer than this is cut: a model that pastes a whole file as its query is asking
@@ -62,8 +63,10 @@ _SCHEMA: Final = (
 @attrs.frozen(slots=True)
 class SearchHit:
     """One message found: ``ref`` the id ``recall`` takes, ``seq`` its place in the history,
-    ``role``, a ``snippet`` around the words found (marked ``[...]``), and its BM25
-    ``score`` (lower is better, as SQLite reports it)."""
+    ``role``, a ``snippet`` around the words found (marked ``[...]``), and its ``score``
+    (lower is better: SQLite's BM25 as it reports it; on PostgreSQL, minus the match tier
+    plus ``ts_rank``). Scores order the hits of one search; they do not compare across
+    stores."""
 
     ref: str
     seq: int
@@ -72,10 +75,15 @@ class SearchHit:
     score: float
 
 
-def _text(message: Message) -> str:
+def searchable_text(message: Message) -> str:
+    """What is indexed of a message: its content, and each tool call's name and arguments
+    (every store indexes the same text, so both answer the same words)."""
     parts = [message.content] if message.content else []
     parts.extend(f"{c.name} {c.arguments}" for c in message.tool_calls)
     return "\n".join(parts)
+
+
+_text = searchable_text
 
 
 def fts_queries(query: str) -> list[str]:
@@ -132,7 +140,12 @@ class SearchIndex:
         if self.path is None:
             return self._prepare(sqlite3.connect(":memory:", check_same_thread=False))
         try:
-            db = self._prepare(sqlite3.connect(self.path, check_same_thread=False, timeout=5))
+            db = sqlite3.connect(self.path, check_same_thread=False, timeout=5)
+            # A torn file (cut short, pages lost) fails the structural check: rebuilt.
+            if db.execute("PRAGMA quick_check").fetchone() != ("ok",):
+                db.close()
+                return self._rebuild()
+            db = self._prepare(db)
             row = db.execute("SELECT value FROM about WHERE key = 'generation'").fetchone()
             if row is not None and row[0] != self.generation:
                 db.close()
@@ -159,6 +172,11 @@ class SearchIndex:
 
     @staticmethod
     def _prepare(db: sqlite3.Connection) -> sqlite3.Connection:
+        # Derived data, rebuilt from the history when lost: a write-ahead log with no fsync
+        # per commit (a power cut may lose the newest rows, never the file's consistency;
+        # the lost tail is indexed again, as "indexed" then says).
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
         for statement in _SCHEMA:
             db.execute(statement)
         db.commit()
@@ -167,6 +185,17 @@ class SearchIndex:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def rebuild(self) -> None:
+        """Start the index afresh, empty (a file found torn while it was read or written);
+        the caller indexes the history again."""
+        with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            if self.path is None:
+                self._db = self._prepare(sqlite3.connect(":memory:", check_same_thread=False))
+            else:
+                self._db = self._rebuild()
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -185,18 +214,12 @@ class SearchIndex:
         if not rows:
             return 0
         with self._lock:
-            try:
-                before = self._db.total_changes
-                self._db.executemany("INSERT OR IGNORE INTO docs VALUES (?, ?, ?, ?)", rows)
-                self._db.commit()
-                return (self._db.total_changes - before) // 2  # a row and its fts row
-            except sqlite3.DatabaseError:
-                if self.path is None:
-                    raise
-                self._db = self._rebuild()
-                self._db.executemany("INSERT OR IGNORE INTO docs VALUES (?, ?, ?, ?)", rows)
-                self._db.commit()
-                return len(rows)
+            # A torn file raises sqlite3.DatabaseError: rebuilding here would keep only these
+            # rows, so the caller rebuilds and indexes the whole history (see rebuild()).
+            before = self._db.total_changes
+            self._db.executemany("INSERT OR IGNORE INTO docs VALUES (?, ?, ?, ?)", rows)
+            self._db.commit()
+            return (self._db.total_changes - before) // 2  # a row and its fts row
 
     def sync(self, messages: Sequence[Message], first_seq: int = 0) -> int:
         """Index whatever of the whole history ``messages`` (numbered from ``first_seq``) is
