@@ -96,6 +96,7 @@ SUITES: Final = (
     Suite("integrations", "benchmarks.integrations.suite", "suite", "section"),
     Suite("live", "benchmarks.live.suite", "suite", "section"),
     Suite("sessions", "benchmarks.sessions.suite", "suite", "section"),
+    Suite("search", "benchmarks.search.suite"),
     Suite("cost", "benchmarks.cost.suite", "suite", "markdown"),
 )
 

@@ -84,6 +84,22 @@ def searchable_text(message: Message) -> str:
 
 
 _text = searchable_text
+_UNENCODABLE: Final = re.compile("[\x00\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    # SQLite text is UTF-8 (a lone surrogate cannot be written) and its functions stop at NUL.
+    return _UNENCODABLE.sub(" ", text)
+
+
+def _ref_in(ref: str) -> str | bytes:
+    # An id is given back exactly (recall takes it), lone surrogates and all: such an id is
+    # kept as bytes.
+    return ref if _UNENCODABLE.search(ref) is None else ref.encode("utf-8", "surrogatepass")
+
+
+def _ref_out(ref: str | bytes) -> str:
+    return ref.decode("utf-8", "surrogatepass") if isinstance(ref, bytes) else ref
 
 
 def fts_queries(query: str) -> list[str]:
@@ -210,7 +226,7 @@ class SearchIndex:
         """Index ``(seq, message)`` pairs not indexed yet; answers how many were added. A
         message already indexed under its ``seq`` is left as it is (another process, or an
         earlier call, indexed it)."""
-        rows = [(seq, message_ref(m), m.role, _text(m)) for seq, m in messages]
+        rows = [(seq, _ref_in(message_ref(m)), m.role, _clean(_text(m))) for seq, m in messages]
         if not rows:
             return 0
         with self._lock:
@@ -251,7 +267,7 @@ class SearchIndex:
             for seq, ref, role, snippet, score in rows:
                 if seq not in skip and seq not in taken and len(hits) < wanted:
                     taken.add(seq)
-                    hits.append(SearchHit(ref, seq, role, snippet, score))
+                    hits.append(SearchHit(_ref_out(ref), seq, role, snippet, score))
             if len(hits) >= wanted:
                 break
         return hits

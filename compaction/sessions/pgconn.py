@@ -307,11 +307,13 @@ class Connections:
                     return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS compaction_schema ("
-                " singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),"
-                " version integer NOT NULL)"
-            )
+            made = conn.execute("SELECT to_regclass('compaction_schema') IS NOT NULL")
+            if made.fetchone() != (True,):  # CREATE needs a privilege even when nothing is made
+                conn.execute(
+                    "CREATE TABLE compaction_schema ("
+                    " singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),"
+                    " version integer NOT NULL)"
+                )
             row = conn.execute("SELECT version FROM compaction_schema").fetchone()
             if row is None:
                 for statement in _SCHEMA:

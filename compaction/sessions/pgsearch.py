@@ -31,6 +31,7 @@ up to date and read, so a concurrent clear or re-create never mixes two generati
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
@@ -62,9 +63,14 @@ SCHEMA: Final = (
 )
 
 _WORD: Final = re.compile(r"\w+")
-_PUNCTUATION: Final = re.compile(r"[^\w\s]+")
 _UNSTORABLE: Final = re.compile("[\x00\x1f\ud800-\udfff]")
 _MARK: Final = "\x1f"
+_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+_MARKS: Final = {
+    **{ord(c): f"{_MARK}{c}{_MARK}" for c in string.punctuation if c != "_"},
+    0: " ",
+    ord(_MARK): " ",
+}
 # Rows per INSERT (5 parameters each; PostgreSQL takes at most 65,535).
 _ROWS_PER_INSERT: Final = 500
 _HEADLINE: Final = (
@@ -75,9 +81,11 @@ _HEADLINE: Final = (
 
 def indexed_text(text: str) -> str:
     """``text`` as indexed: NUL, ``\\x1f`` and lone surrogates (which PostgreSQL text cannot
-    hold, or which we use) made spaces, and each run of punctuation set off by ``\\x1f``."""
-    clean = _UNSTORABLE.sub(" ", text)
-    return _PUNCTUATION.sub(lambda m: f"{_MARK}{m.group()}{_MARK}", clean)
+    hold, or which we use) made spaces, and each ASCII punctuation character set off by
+    ``\\x1f`` (the characters PostgreSQL's parser joins words with: ``/ . - @ : ~ +``)."""
+    if _SURROGATE.search(text) is not None:
+        text = _SURROGATE.sub(" ", text)
+    return text.translate(_MARKS)
 
 
 def parts(text: str, size: int = PART_CHARS) -> list[str]:
@@ -105,13 +113,15 @@ def _rows(name: str, entries: Iterable[Entry]) -> list[tuple[Any, ...]]:
 
 def _insert(conn: psycopg.Connection[Any], rows: Sequence[tuple[Any, ...]]) -> None:
     # Many rows per statement, never executemany (which prepares): see pgrows.insert_messages.
+    # Each text is sent once, and made a tsvector by the server.
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]
-        values = ", ".join([f"(%s, %s, %s, %s, to_tsvector('{CONFIG}', %s))"] * len(chunk))
+        values = ", ".join(["(%s, %s::bigint, %s::integer, %s)"] * len(chunk))
         conn.execute(
-            f"INSERT INTO {TABLE} (session, seq, part, body, words) VALUES {values}"
-            " ON CONFLICT DO NOTHING",
-            [v for (name, seq, part, body) in chunk for v in (name, seq, part, body, body)],
+            f"INSERT INTO {TABLE} (session, seq, part, body, words)"
+            f" SELECT v.s, v.q, v.p, v.b, to_tsvector('{CONFIG}', v.b)"
+            f" FROM (VALUES {values}) AS v (s, q, p, b) ON CONFLICT DO NOTHING",
+            [v for row in chunk for v in row],
             prepare=False,
         )
 
@@ -162,17 +172,22 @@ def search(
     ``history`` holds (it was cleared or re-created since it was read)."""
     forms = _queries(query) if isinstance(query, str) else None
     with conn.transaction():
-        # The index is derived from the history and brought up to date again from it, so its
-        # rows need not wait for the disk (SET LOCAL ends with the transaction: nothing is left
-        # on a pooled connection).
-        conn.execute("SET LOCAL synchronous_commit = off")
+        # One statement: the session's generation (share-locked, so a clear or re-create
+        # waits for this transaction), how far its index goes, and no wait for the disk at
+        # commit (the index is derived from the history and brought up to date again from
+        # it; set_config(..., true) ends with the transaction, so nothing is left on a
+        # pooled connection).
         row = conn.execute(
-            "SELECT epoch FROM compaction_sessions WHERE name = %s FOR SHARE", (name,)
+            f"SELECT s.epoch, (SELECT max(seq) FROM {TABLE} WHERE session = s.name),"
+            " set_config('synchronous_commit', 'off', true)"
+            " FROM compaction_sessions s WHERE s.name = %s FOR SHARE OF s",
+            (name,),
+            prepare=False,
         ).fetchone()
         if row is None or str(row[0]) != history.epoch:
             return []
-        done = conn.execute(f"SELECT max(seq) FROM {TABLE} WHERE session = %s", (name,)).fetchone()
-        start = history.first_seq if done is None or done[0] is None else done[0] + 1
+        done = row[1:2]
+        start = history.first_seq if done[0] is None else done[0] + 1
         entries = history.entries
         _insert(conn, _rows(name, entries[max(0, start - history.first_seq) :]))
         if forms is None:
