@@ -10,6 +10,12 @@ not create leaves search working on the Session's own index.
 from __future__ import annotations
 
 import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -226,3 +232,46 @@ def test_the_file_index_survives_being_cut_short_anywhere(tmp_path: Path) -> Non
         index.write_bytes(whole[:cut])
         fresh = SessionStore(tmp_path, durable=False).open("agent")
         assert [fresh.search(q, include_view=True) for q in queries] == first, cut
+
+
+_INDEXER = """
+import sys
+from compaction.messages import Message
+from compaction.sessions import SessionStore
+from compaction.sessions.searching import update_index
+
+session = SessionStore.from_url(sys.argv[1]).open("indexed")
+print("ready", flush=True)
+i = int(sys.argv[2]) * 100_000
+while True:
+    session.add([Message("user", f"marker{i + k} " + "filler words " * 300) for k in range(20)])
+    i += 20
+    update_index(session)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.name != "posix", reason="needs SIGKILL")
+def test_kill_9_while_indexing_loses_nothing_and_answers_right(store_url: str) -> None:
+    """A writer that indexes after every batch, killed at random: every committed message is
+    still there, and a fresh store finds each one by its own marker, first."""
+    rng = random.Random(7)
+    for iteration in range(6):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _INDEXER, store_url, str(iteration)],
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        assert proc.stdout is not None and proc.stdout.readline() == "ready\n"
+        time.sleep(rng.uniform(0.2, 1.0))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        session = SessionStore.from_url(store_url).open("indexed")
+        messages = session.messages
+        assert messages, "the writer committed nothing before the kill"
+        picked = {*rng.sample(range(len(messages)), min(25, len(messages))), len(messages) - 1}
+        for i in sorted(picked):
+            marker = messages[i].content.split()[0]
+            hits = session.search(marker, limit=1, include_view=True)
+            assert [h.ref for h in hits] == [messages[i].id], (iteration, marker)
