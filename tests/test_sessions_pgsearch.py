@@ -275,3 +275,17 @@ def test_kill_9_while_indexing_loses_nothing_and_answers_right(store_url: str) -
             marker = messages[i].content.split()[0]
             hits = session.search(marker, limit=1, include_view=True)
             assert [h.ref for h in hits] == [messages[i].id], (iteration, marker)
+
+
+def test_the_file_index_is_owner_only(tmp_path: Path) -> None:
+    session = SessionStore(tmp_path).open("private")
+    _fill(session, "eta", 2)
+    assert session.search("eta1", include_view=True)
+    index = tmp_path / "private" / "search.sqlite"
+    found = [p for p in index.parent.iterdir() if p.name.startswith("search.sqlite")]
+    assert index in found
+    for path in found:  # the index and its write-ahead log hold the messages' text
+        assert path.stat().st_mode & 0o077 == 0, path
+    index.unlink()  # made again, owner-only again
+    assert SessionStore(tmp_path).open("private").search("eta1", include_view=True)
+    assert index.stat().st_mode & 0o077 == 0

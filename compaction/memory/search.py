@@ -125,6 +125,14 @@ def fts_query(query: str) -> str | None:
     return queries[-1] if queries else None
 
 
+def _create_private(path: Path) -> None:
+    """Create the index file owner-only (it holds the messages' text; SQLite gives its
+    write-ahead log the same mode), never through a link; one that exists is left alone."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600))
+
+
 class SearchIndex:
     """The index of one conversation (see the module docstring).
 
@@ -156,6 +164,7 @@ class SearchIndex:
         if self.path is None:
             return self._prepare(sqlite3.connect(":memory:", check_same_thread=False))
         try:
+            _create_private(self.path)
             db = sqlite3.connect(self.path, check_same_thread=False, timeout=5)
             # A torn file (cut short, pages lost) fails the structural check: rebuilt.
             if db.execute("PRAGMA quick_check").fetchone() != ("ok",):
@@ -181,6 +190,7 @@ class SearchIndex:
         for suffix in ("", "-wal", "-shm", "-journal"):
             with contextlib.suppress(FileNotFoundError):
                 Path(f"{self.path}{suffix}").unlink()
+        _create_private(self.path)
         db = self._prepare(sqlite3.connect(self.path, check_same_thread=False, timeout=5))
         db.execute("INSERT OR REPLACE INTO about VALUES ('generation', ?)", (self.generation,))
         db.commit()

@@ -12,13 +12,27 @@ whole are not answered: the model can read those already.
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+import threading
+from typing import Any, Protocol
 
 from ..memory.search import SearchHit, SearchIndex
+from .backend import Backend
 from .history import History
 
-if TYPE_CHECKING:
-    from .session import Session
+
+class Session(Protocol):
+    """What searching needs of a [`Session`][compaction.sessions.session.Session] (which
+    imports this module, so it is not imported here)."""
+
+    name: str
+    backend: Backend
+    _mutex: threading.RLock
+    _search: SearchIndex | None
+
+    def _refresh(self) -> History: ...
+
+    def view(self) -> Any: ...
+
 
 __all__ = ["INDEX_FILE", "search_session", "update_index"]
 
