@@ -1,6 +1,6 @@
 """Search a session's history with PostgreSQL's own full-text search.
 
-    compaction_search (session, seq, part, body, words)   the index: text and its tsvector
+    compaction_search (session, seq, part, words)   the index: a tsvector per part of a message
 
 One row per part of a message (a message longer than ``PART_CHARS`` is split at whitespace,
 so no ``tsvector`` reaches PostgreSQL's 1 MB limit and word positions stay exact for phrases);
@@ -15,8 +15,9 @@ and a database written by an older release (or imported) is indexed at its first
 The text indexed is the words of the message (its content and tool calls), with every run of
 punctuation set off by ``\\x1f``: PostgreSQL's parser would read ``/testbed/src/app.py`` or
 ``foo.bar.Baz`` as one token, so a search for ``src/app.py`` or ``bar`` would miss it;
-set off, each word is its own lexeme, as in SQLite's ``unicode61``. ``\\x1f`` is removed again
-from the snippets ``ts_headline`` cuts, so they show the text as it was.
+set off, each word is its own lexeme, as in SQLite's ``unicode61``. Only the ``tsvector`` is
+stored (the history holds the text): ``ts_headline`` cuts the snippets of the hits from the
+same text, and ``\\x1f`` is removed from them again, so they show the text as it was.
 
 The ``simple`` configuration (no stemming, no stop words, any language) matches the file
 store's tokenizer. Ranking is the file store's: the query's words as one phrase first
@@ -52,7 +53,6 @@ SCHEMA: Final = (
         session text NOT NULL,
         seq bigint NOT NULL,
         part integer NOT NULL,
-        body text NOT NULL,
         words tsvector NOT NULL,
         PRIMARY KEY (session, seq, part),
         FOREIGN KEY (session, seq) REFERENCES compaction_messages (session, seq)
@@ -108,13 +108,14 @@ def _rows(name: str, entries: Iterable[Entry]) -> list[tuple[Any, ...]]:
 
 def _insert(conn: psycopg.Connection[Any], rows: Sequence[tuple[Any, ...]]) -> None:
     # Many rows per statement, never executemany (which prepares): see pgrows.insert_messages.
-    # Each text is sent once, and made a tsvector by the server.
+    # Each text is sent once and made a tsvector by the server; the text itself is not kept
+    # (the history holds it: snippets are cut from it for the hits alone).
     for start in range(0, len(rows), _ROWS_PER_INSERT):
         chunk = rows[start : start + _ROWS_PER_INSERT]
         values = ", ".join(["(%s, %s::bigint, %s::integer, %s)"] * len(chunk))
         conn.execute(
-            f"INSERT INTO {TABLE} (session, seq, part, body, words)"
-            f" SELECT v.s, v.q, v.p, v.b, to_tsvector('{CONFIG}', v.b)"
+            f"INSERT INTO {TABLE} (session, seq, part, words)"
+            f" SELECT v.s, v.q, v.p, to_tsvector('{CONFIG}', v.b)"
             f" FROM (VALUES {values}) AS v (s, q, p, b) ON CONFLICT DO NOTHING",
             [v for row in chunk for v in row],
             prepare=False,
@@ -138,7 +139,7 @@ WITH q AS (
            plainto_tsquery('{CONFIG}', %(words)s) AS every,
            websearch_to_tsquery('{CONFIG}', %(either)s) AS anyone
 ), found AS (
-    SELECT DISTINCT ON (s.seq) s.seq, s.body,
+    SELECT DISTINCT ON (s.seq) s.seq, s.part,
            CASE WHEN s.words @@ q.phrase THEN 2 WHEN s.words @@ q.every THEN 1 ELSE 0 END
                AS tier,
            ts_rank(s.words, q.anyone, 32) AS rank
@@ -148,8 +149,11 @@ WITH q AS (
 ), best AS (
     SELECT * FROM found ORDER BY tier DESC, rank DESC, seq DESC LIMIT %(limit)s
 )
-SELECT b.seq, b.tier + b.rank, ts_headline('{CONFIG}', b.body, q.anyone, %(headline)s)
-FROM best b, q ORDER BY b.tier DESC, b.rank DESC, b.seq DESC
+SELECT b.seq, b.part, b.tier + b.rank FROM best b ORDER BY b.tier DESC, b.rank DESC, b.seq DESC
+"""
+_HEADLINES: Final = f"""
+SELECT ts_headline('{CONFIG}', t.doc, websearch_to_tsquery('{CONFIG}', %s), %s)
+FROM unnest(%s::text[]) WITH ORDINALITY AS t (doc, n) ORDER BY t.n
 """
 
 
@@ -195,16 +199,29 @@ def search(
                 "name": name,
                 "skip": sorted(set(exclude)),
                 "limit": min(limit, MAX_HITS),
-                "headline": _HEADLINE,
             },
             prepare=False,
         ).fetchall()
-    hits = []
-    for seq, score, snippet in found:
-        index = seq - history.first_seq
-        if not 0 <= index < len(entries):
-            continue  # indexed by a newer reader: not in this history yet
-        message = entries[index].message
-        text = " ".join(snippet.replace(_MARK, "").split())
-        hits.append(SearchHit(message_ref(message), seq, message.role, text, -float(score)))
-    return hits
+        kept = []
+        for seq, part, score in found:
+            index = seq - history.first_seq
+            if 0 <= index < len(entries):  # else indexed by a newer reader: not read here yet
+                pieces = parts(indexed_text(searchable_text(entries[index].message)))
+                kept.append(
+                    (entries[index].message, seq, pieces[min(part, len(pieces) - 1)], score)
+                )
+        if not kept:
+            return []
+        snippets = conn.execute(
+            _HEADLINES, (forms[1], _HEADLINE, [k[2] for k in kept]), prepare=False
+        ).fetchall()
+    return [
+        SearchHit(
+            message_ref(message),
+            seq,
+            message.role,
+            " ".join(snip.replace(_MARK, "").split()),
+            -float(score),
+        )
+        for (message, seq, _doc, score), (snip,) in zip(kept, snippets, strict=True)
+    ]

@@ -4,7 +4,7 @@
     compaction_sessions   (name, created, first_seq, next_seq, epoch, token)
     compaction_messages   (session, seq, ts, msg_key, batch, body)   the raw history
     compaction_documents  (session, kind, token, body)               context/state/metadata/view
-    compaction_search     (session, seq, part, body, words)          the full-text index
+    compaction_search     (session, seq, part, words)                the full-text index
 
 Concurrency is the database's: an append locks its session's row (``SELECT … FOR UPDATE``),
 so appends to one session serialise across processes and hosts while other sessions go on,
