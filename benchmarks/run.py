@@ -97,6 +97,7 @@ SUITES: Final = (
     Suite("live", "benchmarks.live.suite", "suite", "section"),
     Suite("background", "benchmarks.background.suite", "suite", "section"),
     Suite("sessions", "benchmarks.sessions.suite", "suite", "section"),
+    Suite("search", "benchmarks.search.suite"),
     Suite("cost", "benchmarks.cost.suite", "suite", "markdown"),
 )
 

@@ -40,6 +40,7 @@ __all__ = [
     "fts_queries",
     "fts_query",
     "render_hits",
+    "searchable_text",
 ]
 
 #: A query longer than this is cut: a model that pastes a whole file as its query is asking
@@ -62,8 +63,10 @@ _SCHEMA: Final = (
 @attrs.frozen(slots=True)
 class SearchHit:
     """One message found: ``ref`` the id ``recall`` takes, ``seq`` its place in the history,
-    ``role``, a ``snippet`` around the words found (marked ``[...]``), and its BM25
-    ``score`` (lower is better, as SQLite reports it)."""
+    ``role``, a ``snippet`` around the words found (marked ``[...]``), and its ``score``
+    (lower is better: SQLite's BM25 as it reports it; on PostgreSQL, minus the match tier
+    plus ``ts_rank``). Scores order the hits of one search; they do not compare across
+    stores."""
 
     ref: str
     seq: int
@@ -72,10 +75,31 @@ class SearchHit:
     score: float
 
 
-def _text(message: Message) -> str:
+def searchable_text(message: Message) -> str:
+    """What is indexed of a message: its content, and each tool call's name and arguments
+    (every store indexes the same text, so both answer the same words)."""
     parts = [message.content] if message.content else []
     parts.extend(f"{c.name} {c.arguments}" for c in message.tool_calls)
     return "\n".join(parts)
+
+
+_text = searchable_text
+_UNENCODABLE: Final = re.compile("[\x00\ud800-\udfff]")
+
+
+def _clean(text: str) -> str:
+    # SQLite text is UTF-8 (a lone surrogate cannot be written) and its functions stop at NUL.
+    return _UNENCODABLE.sub(" ", text)
+
+
+def _ref_in(ref: str) -> str | bytes:
+    # An id is given back exactly (recall takes it), lone surrogates and all: such an id is
+    # kept as bytes.
+    return ref if _UNENCODABLE.search(ref) is None else ref.encode("utf-8", "surrogatepass")
+
+
+def _ref_out(ref: str | bytes) -> str:
+    return ref.decode("utf-8", "surrogatepass") if isinstance(ref, bytes) else ref
 
 
 def fts_queries(query: str) -> list[str]:
@@ -99,6 +123,14 @@ def fts_query(query: str) -> str | None:
     """The loosest of [`fts_queries`][] (any word), or None when ``query`` has no word."""
     queries = fts_queries(query)
     return queries[-1] if queries else None
+
+
+def _create_private(path: Path) -> None:
+    """Create the index file owner-only (it holds the messages' text; SQLite gives its
+    write-ahead log the same mode), never through a link; one that exists is left alone."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, flags | getattr(os, "O_CLOEXEC", 0), 0o600))
 
 
 class SearchIndex:
@@ -132,7 +164,13 @@ class SearchIndex:
         if self.path is None:
             return self._prepare(sqlite3.connect(":memory:", check_same_thread=False))
         try:
-            db = self._prepare(sqlite3.connect(self.path, check_same_thread=False, timeout=5))
+            _create_private(self.path)
+            db = sqlite3.connect(self.path, check_same_thread=False, timeout=5)
+            # A torn file (cut short, pages lost) fails the structural check: rebuilt.
+            if db.execute("PRAGMA quick_check").fetchone() != ("ok",):
+                db.close()
+                return self._rebuild()
+            db = self._prepare(db)
             row = db.execute("SELECT value FROM about WHERE key = 'generation'").fetchone()
             if row is not None and row[0] != self.generation:
                 db.close()
@@ -152,6 +190,7 @@ class SearchIndex:
         for suffix in ("", "-wal", "-shm", "-journal"):
             with contextlib.suppress(FileNotFoundError):
                 Path(f"{self.path}{suffix}").unlink()
+        _create_private(self.path)
         db = self._prepare(sqlite3.connect(self.path, check_same_thread=False, timeout=5))
         db.execute("INSERT OR REPLACE INTO about VALUES ('generation', ?)", (self.generation,))
         db.commit()
@@ -159,6 +198,11 @@ class SearchIndex:
 
     @staticmethod
     def _prepare(db: sqlite3.Connection) -> sqlite3.Connection:
+        # Derived data, rebuilt from the history when lost: a write-ahead log with no fsync
+        # per commit (a power cut may lose the newest rows, never the file's consistency;
+        # the lost tail is indexed again, as "indexed" then says).
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
         for statement in _SCHEMA:
             db.execute(statement)
         db.commit()
@@ -167,6 +211,17 @@ class SearchIndex:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def rebuild(self) -> None:
+        """Start the index afresh, empty (a file found torn while it was read or written);
+        the caller indexes the history again."""
+        with self._lock:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            if self.path is None:
+                self._db = self._prepare(sqlite3.connect(":memory:", check_same_thread=False))
+            else:
+                self._db = self._rebuild()
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -181,22 +236,16 @@ class SearchIndex:
         """Index ``(seq, message)`` pairs not indexed yet; answers how many were added. A
         message already indexed under its ``seq`` is left as it is (another process, or an
         earlier call, indexed it)."""
-        rows = [(seq, message_ref(m), m.role, _text(m)) for seq, m in messages]
+        rows = [(seq, _ref_in(message_ref(m)), m.role, _clean(_text(m))) for seq, m in messages]
         if not rows:
             return 0
         with self._lock:
-            try:
-                before = self._db.total_changes
-                self._db.executemany("INSERT OR IGNORE INTO docs VALUES (?, ?, ?, ?)", rows)
-                self._db.commit()
-                return (self._db.total_changes - before) // 2  # a row and its fts row
-            except sqlite3.DatabaseError:
-                if self.path is None:
-                    raise
-                self._db = self._rebuild()
-                self._db.executemany("INSERT OR IGNORE INTO docs VALUES (?, ?, ?, ?)", rows)
-                self._db.commit()
-                return len(rows)
+            # A torn file raises sqlite3.DatabaseError: rebuilding here would keep only these
+            # rows, so the caller rebuilds and indexes the whole history (see rebuild()).
+            before = self._db.total_changes
+            self._db.executemany("INSERT OR IGNORE INTO docs VALUES (?, ?, ?, ?)", rows)
+            self._db.commit()
+            return (self._db.total_changes - before) // 2  # a row and its fts row
 
     def sync(self, messages: Sequence[Message], first_seq: int = 0) -> int:
         """Index whatever of the whole history ``messages`` (numbered from ``first_seq``) is
@@ -228,7 +277,7 @@ class SearchIndex:
             for seq, ref, role, snippet, score in rows:
                 if seq not in skip and seq not in taken and len(hits) < wanted:
                     taken.add(seq)
-                    hits.append(SearchHit(ref, seq, role, snippet, score))
+                    hits.append(SearchHit(_ref_out(ref), seq, role, snippet, score))
             if len(hits) >= wanted:
                 break
         return hits

@@ -13,9 +13,10 @@ path or URL (``SessionStore.from_url("postgresql://…")``, ``file:///dir``, or
 ``$COMPACTION_SESSIONS_URL``); the backend-neutral [`Session`][] is the same on each.
 
 Layers, importing downwards only: ``store`` → ``session`` → (``mapping``, ``recall``,
-``formatting``, ``archive``, ``backend``) → ``history``/``codec``/``files``/``names``/``errors``;
+``searching``, ``formatting``, ``archive``, ``backend``) →
+``history``/``codec``/``files``/``names``/``errors``;
 the backends (``filestore`` + ``journal``; ``postgres`` + ``pgarchive``/``pgrows`` +
-``pgconn`` + ``pgpool``) sit beside ``session``, below ``store``;
+``pgsearch`` + ``pgconn`` + ``pgpool``) sit beside ``session``, below ``store``;
 tests/test_sessions_hardening.py checks there is no cycle.
 """
 

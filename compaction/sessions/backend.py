@@ -19,6 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
+from ..memory.search import SearchHit
 from ..messages import Message
 from .archive import Archive
 from .codec import encode_message
@@ -103,6 +104,15 @@ class Backend(abc.ABC):
     def restore(self, name: str, archive: Archive) -> None:
         """Create session ``name`` holding ``archive`` (SessionExistsError if it exists), whole
         or not at all."""
+
+    def search(
+        self, name: str, history: History, query: str, limit: int, exclude: set[int]
+    ) -> list[SearchHit] | None:
+        """The messages of ``history`` (session ``name``, just read) matching ``query``, best
+        first, at most ``limit``, none whose ``seq`` is in ``exclude``; None when the backend
+        has no index of its own (the Session then keeps a SQLite FTS5 one: see searching.py).
+        """
+        return None
 
     def close(self) -> None:  # noqa: B027 - optional: only backends holding connections
         """Release connections (a no-op for backends without any)."""

@@ -7,6 +7,9 @@ Callers
 make their writes safe to retry (see postgres.py: every write carries a token checked first on
 a retry). The schema is created by the first process to need it (under an advisory lock, so
 two processes never race) and carries a version: a newer one is refused, never rewritten.
+Additions an older release can ignore (the full-text index, pgsearch.py) are made in place in
+an existing database without a new version, so workers of both releases can share it during
+an upgrade; a role that may not create them leaves search to the Session's own index.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from .codec import encode_json
 from .errors import StoreError, StoreSchemaError, StoreUnavailableError
 from .names import validate_name
 from .pgpool import Pool, is_transient
+from .pgsearch import SCHEMA as SEARCH_SCHEMA
+from .pgsearch import TABLE as SEARCH_TABLE
 
 __all__ = ["SCHEMA_VERSION", "Connections", "check_url", "key", "redact", "text", "valid"]
 
@@ -234,6 +239,8 @@ class Connections:
         )
         self._on_retry = on_retry
         self._schema_checked = False
+        #: True once the full-text index exists (see _ensure_schema).
+        self.search_ready = False
 
     def close(self) -> None:
         self._pool.close()
@@ -289,19 +296,24 @@ class Connections:
     def _ensure_schema(self, conn: psycopg.Connection[Any]) -> None:
         with conn.transaction():
             # The common case, without a lock: the tables are there, at our version.
-            exists = conn.execute("SELECT to_regclass('compaction_schema') IS NOT NULL")
-            if exists.fetchone() == (True,):
+            exists = conn.execute(
+                "SELECT to_regclass('compaction_schema') IS NOT NULL, to_regclass(%s) IS NOT NULL",
+                (SEARCH_TABLE,),
+            ).fetchone()
+            if exists is not None and exists[0]:
                 row = conn.execute("SELECT version FROM compaction_schema").fetchone()
-                if row is not None and row[0] == SCHEMA_VERSION:
-                    self._schema_checked = True
+                if row is not None and row[0] == SCHEMA_VERSION and exists[1]:
+                    self._schema_checked = self.search_ready = True
                     return
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS compaction_schema ("
-                " singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),"
-                " version integer NOT NULL)"
-            )
+            made = conn.execute("SELECT to_regclass('compaction_schema') IS NOT NULL")
+            if made.fetchone() != (True,):  # CREATE needs a privilege even when nothing is made
+                conn.execute(
+                    "CREATE TABLE compaction_schema ("
+                    " singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),"
+                    " version integer NOT NULL)"
+                )
             row = conn.execute("SELECT version FROM compaction_schema").fetchone()
             if row is None:
                 for statement in _SCHEMA:
@@ -320,4 +332,23 @@ class Connections:
                         else "."
                     )
                 )
+            self.search_ready = self._add_search(conn)
         self._schema_checked = True
+
+    def _add_search(self, conn: psycopg.Connection[Any]) -> bool:
+        """Create the full-text index where it is missing (a database made by an older
+        release): True once it exists. A role that may not create tables keeps the store
+        working, searched through the Session's own index, and is told so once."""
+        try:
+            with conn.transaction():  # a savepoint: a refusal leaves the schema check whole
+                for statement in SEARCH_SCHEMA:
+                    conn.execute(statement)
+        except psycopg.errors.InsufficientPrivilege as exc:
+            log.warning(
+                "session.search_index_unavailable",
+                store=self.location,
+                error=_reason(exc),
+                fallback="an in-memory index per Session",
+            )
+            return False
+        return True

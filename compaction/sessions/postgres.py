@@ -4,6 +4,7 @@
     compaction_sessions   (name, created, first_seq, next_seq, epoch, token)
     compaction_messages   (session, seq, ts, msg_key, batch, body)   the raw history
     compaction_documents  (session, kind, token, body)               context/state/metadata/view
+    compaction_search     (session, seq, part, words)                the full-text index
 
 Concurrency is the database's: an append locks its session's row (``SELECT … FOR UPDATE``),
 so appends to one session serialise across processes and hosts while other sessions go on,
@@ -21,7 +22,7 @@ missing database, a timeout, a value out of range) is a StoreError at once (see 
 This module holds the operations, one transaction each; the statements they share (creating
 and locking a session row, reading its messages, writing a document) and the decoding of rows
 into Entries are in pgrows.py; whole-session snapshot and restore (export and import) are in
-pgarchive.py.
+pgarchive.py; search over the history, with PostgreSQL's full-text search, in pgsearch.py.
 """
 
 from __future__ import annotations
@@ -33,8 +34,9 @@ from typing import Any, TypeVar
 
 import psycopg
 
+from ..memory.search import SearchHit
 from ..messages import Message
-from . import pgarchive, pgrows
+from . import pgarchive, pgrows, pgsearch
 from .archive import Archive
 from .backend import Backend, check_epoch, check_view_update
 from .codec import check_view, encode_message, format_ts, loads, now, parse_ts
@@ -296,6 +298,21 @@ class PostgresBackend(Backend):
                 self._put(conn, name, "view", token, body)
 
         self._run(work, what="set_view")
+
+    # -- search -------------------------------------------------------------------------------
+
+    def search(
+        self, name: str, history: History, query: str, limit: int, exclude: set[int]
+    ) -> list[SearchHit] | None:
+        """PostgreSQL's full-text search (pgsearch.py); None when the store could not create
+        its index (a role without CREATE on an older database: the Session's own is used)."""
+        if not self._db.search_ready:
+            return None
+
+        def work(conn: psycopg.Connection[Any]) -> list[SearchHit]:
+            return pgsearch.search(conn, name, history, query, limit, exclude)
+
+        return self._run(work, what="search")
 
     # -- whole sessions -----------------------------------------------------------------------
 

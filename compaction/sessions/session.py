@@ -41,6 +41,7 @@ from .formatting import format_history
 from .history import Entry, History
 from .mapping import SessionMapping
 from .recall import RecallTool, SearchTool
+from .searching import search_session
 
 __all__ = ["Session"]
 
@@ -331,38 +332,10 @@ class Session:
         what the current view no longer shows whole (what a compaction took out of view, or
         cut): the model can read the rest already. ``include_view=True`` searches it all.
 
-        The index is SQLite FTS5 ([`compaction.memory.search`][]): a file beside the journal
-        for a store on files (brought up to date with each search, rebuilt when missing,
-        torn or of another generation of the history), in memory for other stores. It holds
-        this session's messages only."""
-        with self._mutex:
-            history = self._refresh()
-            index = self._index(history)
-            entries = history.entries
-            index.sync([e.message for e in entries], history.first_seq)
-            shown: set[int] = set()
-            if not include_view:
-                # Shown whole: the same message, not a cut or placeholder standing for it
-                # (what a compaction cut is searchable too).
-                whole = {(m.id, m.content, m.tool_calls) for m in self.view()}
-                shown = {
-                    e.seq
-                    for e in entries
-                    if (e.message.id, e.message.content, e.message.tool_calls) in whole
-                }
-        return index.search(query, limit, exclude=shown)
-
-    def _index(self, history: History) -> SearchIndex:
-        generation = history.epoch or ""
-        index = self._search
-        if index is None or index.generation != generation:
-            if index is not None:
-                index.close()
-            folder = self.backend.path(self.name)
-            path = folder / "search.sqlite" if folder is not None and folder.is_dir() else None
-            index = SearchIndex(path, generation=generation)
-            self._search = index
-        return index
+        The index is the store's own where it has one (PostgreSQL's full-text search),
+        else SQLite FTS5 beside the journal (files) or in memory; it holds this session's
+        messages only (see [`compaction.sessions.searching`][])."""
+        return search_session(self, query, limit, include_view)
 
     def search_tool(self) -> SearchTool:
         """``search`` as a tool for the model, beside [`recall_tool`][]."""

@@ -1,0 +1,227 @@
+"""Search a session's history with PostgreSQL's own full-text search.
+
+    compaction_search (session, seq, part, words)   the index: a tsvector per part of a message
+
+One row per part of a message (a message longer than ``PART_CHARS`` is split at whitespace,
+so no ``tsvector`` reaches PostgreSQL's 1 MB limit and word positions stay exact for phrases);
+``words`` has a GIN index. A row references its message (``ON DELETE CASCADE``), so clearing
+or deleting a session takes its index with it, and a search can only ever answer the
+session's own rows: every statement names the session, and the tables resolve through the
+store's ``search_path``, as the rest of the store does (one schema, one store).
+
+The rows are written the way the file store's SQLite index is: brought up to date with the
+history at each search (the messages added since the last one), so an append pays nothing
+and a database written by an older release (or imported) is indexed at its first search.
+The text indexed is the words of the message (its content and tool calls), with every run of
+punctuation set off by ``\\x1f``: PostgreSQL's parser would read ``/testbed/src/app.py`` or
+``foo.bar.Baz`` as one token, so a search for ``src/app.py`` or ``bar`` would miss it;
+set off, each word is its own lexeme, as in SQLite's ``unicode61``. Only the ``tsvector`` is
+stored (the history holds the text): ``ts_headline`` cuts the snippets of the hits from the
+same text, and ``\\x1f`` is removed from them again, so they show the text as it was.
+
+The ``simple`` configuration (no stemming, no stop words, any language) matches the file
+store's tokenizer. Ranking is the file store's: the query's words as one phrase first
+(``phraseto_tsquery``), then all of them (``plainto_tsquery``), then any of them
+(``websearch_to_tsquery`` with ``or``), each by ``ts_rank``, newest first on a tie.
+
+No statement is prepared and nothing outlives a transaction, so search works behind a
+transaction-pooling PgBouncer. The session's row is share-locked while its index is brought
+up to date and read, so a concurrent clear or re-create never mixes two generations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any, Final
+
+import psycopg
+
+from ..memory.search import MAX_HITS, MAX_QUERY_CHARS, SearchHit, searchable_text
+from ..memory.transcript import message_ref
+from .history import Entry, History
+
+__all__ = ["PART_CHARS", "SCHEMA", "TABLE", "indexed_text", "parts", "search"]
+
+TABLE: Final = "compaction_search"
+#: The text-search configuration: no stemming, no stop words (as SQLite's unicode61).
+CONFIG: Final = "simple"
+#: The longest part of a message indexed as one row (characters).
+PART_CHARS: Final = 16_000
+SCHEMA: Final = (
+    f"""CREATE TABLE IF NOT EXISTS {TABLE} (
+        session text NOT NULL,
+        seq bigint NOT NULL,
+        part integer NOT NULL,
+        words tsvector NOT NULL,
+        PRIMARY KEY (session, seq, part),
+        FOREIGN KEY (session, seq) REFERENCES compaction_messages (session, seq)
+            ON DELETE CASCADE
+    )""",
+    f"CREATE INDEX IF NOT EXISTS {TABLE}_words ON {TABLE} USING gin (words)",
+)
+
+_WORD: Final = re.compile(r"\w+")
+_UNSTORABLE: Final = re.compile("[\x00\x1f\ud800-\udfff]")
+_MARK: Final = "\x1f"
+# Captured, so that split() keeps the runs between the words.
+_PUNCTUATION: Final = re.compile(r"([^\w\s]+)")
+# Rows per INSERT (5 parameters each; PostgreSQL takes at most 65,535).
+_ROWS_PER_INSERT: Final = 500
+_HEADLINE: Final = (
+    "StartSel=[, StopSel=], MaxWords=24, MinWords=8, ShortWord=1, MaxFragments=2,"
+    ' FragmentDelimiter=" ... "'
+)
+
+
+def indexed_text(text: str) -> str:
+    """``text`` as indexed: NUL, ``\\x1f`` and lone surrogates (which PostgreSQL text cannot
+    hold, or which we use) made spaces, and each run of punctuation set off by ``\\x1f``
+    (split and joined: one pass in C, not a replacement per match)."""
+    if _UNSTORABLE.search(text) is not None:
+        text = _UNSTORABLE.sub(" ", text)
+    return _MARK.join(_PUNCTUATION.split(text))
+
+
+def parts(text: str, size: int = PART_CHARS) -> list[str]:
+    """``text`` in pieces of at most ``size`` characters, cut at whitespace where there is
+    some in the last tenth of a piece (a word is then never split); at least one piece."""
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > size:
+        end = start + size
+        cut = max(text.rfind(" ", end - size // 10, end), text.rfind("\n", end - size // 10, end))
+        end = cut + 1 if cut > start else end
+        pieces.append(text[start:end])
+        start = end
+    pieces.append(text[start:])
+    return pieces
+
+
+def _rows(name: str, entries: Iterable[Entry]) -> list[tuple[Any, ...]]:
+    return [
+        (name, e.seq, k, piece)
+        for e in entries
+        for k, piece in enumerate(parts(indexed_text(searchable_text(e.message))))
+    ]
+
+
+def _insert(conn: psycopg.Connection[Any], rows: Sequence[tuple[Any, ...]]) -> None:
+    # Many rows per statement, never executemany (which prepares): see pgrows.insert_messages.
+    # Each text is sent once and made a tsvector by the server; the text itself is not kept
+    # (the history holds it: snippets are cut from it for the hits alone).
+    for start in range(0, len(rows), _ROWS_PER_INSERT):
+        chunk = rows[start : start + _ROWS_PER_INSERT]
+        values = ", ".join(["(%s, %s::bigint, %s::integer, %s)"] * len(chunk))
+        conn.execute(
+            f"INSERT INTO {TABLE} (session, seq, part, words)"
+            f" SELECT v.s, v.q, v.p, to_tsvector('{CONFIG}', v.b)"
+            f" FROM (VALUES {values}) AS v (s, q, p, b) ON CONFLICT DO NOTHING",
+            [v for row in chunk for v in row],
+            prepare=False,
+        )
+
+
+def _queries(query: str) -> tuple[str, str] | None:
+    """The query's words (for the phrase and all-words forms) and the any-word form."""
+    words = _WORD.findall(_UNSTORABLE.sub(" ", query[:MAX_QUERY_CHARS]))[:32]
+    if not words:
+        return None
+    # websearch_to_tsquery reads a bare "or" as the operator: a word that is "or" is left
+    # out of the any-word form only (the phrase and all-words forms keep it).
+    either = " or ".join(w for w in dict.fromkeys(words) if w.lower() != "or")
+    return " ".join(words), either or " ".join(words)
+
+
+_SEARCH: Final = f"""
+WITH q AS (
+    SELECT phraseto_tsquery('{CONFIG}', %(words)s) AS phrase,
+           plainto_tsquery('{CONFIG}', %(words)s) AS every,
+           websearch_to_tsquery('{CONFIG}', %(either)s) AS anyone
+), found AS (
+    SELECT DISTINCT ON (s.seq) s.seq, s.part,
+           CASE WHEN s.words @@ q.phrase THEN 2 WHEN s.words @@ q.every THEN 1 ELSE 0 END
+               AS tier,
+           ts_rank(s.words, q.anyone, 32) AS rank
+    FROM {TABLE} s, q
+    WHERE s.session = %(name)s AND s.words @@ q.anyone AND NOT (s.seq = ANY(%(skip)s))
+    ORDER BY s.seq, tier DESC, rank DESC, s.part
+), best AS (
+    SELECT * FROM found ORDER BY tier DESC, rank DESC, seq DESC LIMIT %(limit)s
+)
+SELECT b.seq, b.part, b.tier + b.rank FROM best b ORDER BY b.tier DESC, b.rank DESC, b.seq DESC
+"""
+_HEADLINES: Final = f"""
+SELECT ts_headline('{CONFIG}', t.doc, websearch_to_tsquery('{CONFIG}', %s), %s)
+FROM unnest(%s::text[]) WITH ORDINALITY AS t (doc, n) ORDER BY t.n
+"""
+
+
+def search(
+    conn: psycopg.Connection[Any],
+    name: str,
+    history: History,
+    query: str,
+    limit: int,
+    exclude: Iterable[int],
+) -> list[SearchHit]:
+    """Bring session ``name``'s index up to date with ``history`` and answer ``query``
+    (``exclude``: the ``seq`` numbers not to answer). The body of one backend call: one
+    transaction. Nothing is answered when the session is no longer the generation
+    ``history`` holds (it was cleared or re-created since it was read)."""
+    forms = _queries(query) if isinstance(query, str) else None
+    with conn.transaction():
+        # One statement: the session's generation (share-locked, so a clear or re-create
+        # waits for this transaction), how far its index goes, and no wait for the disk at
+        # commit (the index is derived from the history and brought up to date again from
+        # it; set_config(..., true) ends with the transaction, so nothing is left on a
+        # pooled connection).
+        row = conn.execute(
+            f"SELECT s.epoch, (SELECT max(seq) FROM {TABLE} WHERE session = s.name),"
+            " set_config('synchronous_commit', 'off', true)"
+            " FROM compaction_sessions s WHERE s.name = %s FOR SHARE OF s",
+            (name,),
+            prepare=False,
+        ).fetchone()
+        if row is None or str(row[0]) != history.epoch:
+            return []
+        done = row[1:2]
+        start = history.first_seq if done[0] is None else done[0] + 1
+        entries = history.entries
+        _insert(conn, _rows(name, entries[max(0, start - history.first_seq) :]))
+        if forms is None:
+            return []
+        found = conn.execute(
+            _SEARCH,
+            {
+                "words": forms[0],
+                "either": forms[1],
+                "name": name,
+                "skip": sorted(set(exclude)),
+                "limit": min(limit, MAX_HITS),
+            },
+            prepare=False,
+        ).fetchall()
+        kept = []
+        for seq, part, score in found:
+            index = seq - history.first_seq
+            if 0 <= index < len(entries):  # else indexed by a newer reader: not read here yet
+                pieces = parts(indexed_text(searchable_text(entries[index].message)))
+                kept.append(
+                    (entries[index].message, seq, pieces[min(part, len(pieces) - 1)], score)
+                )
+        if not kept:
+            return []
+        snippets = conn.execute(
+            _HEADLINES, (forms[1], _HEADLINE, [k[2] for k in kept]), prepare=False
+        ).fetchall()
+    return [
+        SearchHit(
+            message_ref(message),
+            seq,
+            message.role,
+            " ".join(snip.replace(_MARK, "").split()),
+            -float(score),
+        )
+        for (message, seq, _doc, score), (snip,) in zip(kept, snippets, strict=True)
+    ]

@@ -1,0 +1,105 @@
+"""``Session.search``: which index answers, and which messages it may answer.
+
+A backend with an index of its own answers from it (PostgreSQL's full-text search, see
+pgsearch.py). Otherwise the Session keeps a SQLite FTS5 index
+([`compaction.memory.search`][]): a file beside the journal for a store on files (brought up
+to date with each search, rebuilt when missing, torn or of another generation of the history;
+never a link or anything but a regular file), in memory for any other store. Either way the
+index holds the one session's messages, and by default the messages the current view shows
+whole are not answered: the model can read those already.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from typing import Any, Protocol
+
+from ..memory.search import SearchHit, SearchIndex
+from .backend import Backend
+from .history import History
+
+
+class Session(Protocol):
+    """What searching needs of a [`Session`][compaction.sessions.session.Session] (which
+    imports this module, so it is not imported here)."""
+
+    name: str
+    backend: Backend
+    _mutex: threading.RLock
+    _search: SearchIndex | None
+
+    def _refresh(self) -> History: ...
+
+    def view(self) -> Any: ...
+
+
+__all__ = ["INDEX_FILE", "search_session", "update_index"]
+
+#: The file store's index, in the session's directory beside the journal.
+INDEX_FILE = "search.sqlite"
+
+
+def search_session(session: Session, query: str, limit: int, include_view: bool) -> list[SearchHit]:
+    """[`Session.search`][compaction.sessions.session.Session.search]."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a positive int, got {limit!r}")
+    with session._mutex:
+        history = session._refresh()
+        entries = history.entries
+        shown: set[int] = set()
+        if not include_view:
+            # Shown whole: the same message, not a cut or placeholder standing for it
+            # (what a compaction cut is searchable too).
+            whole = {(m.id, m.content, m.tool_calls) for m in session.view()}
+            shown = {
+                e.seq
+                for e in entries
+                if (e.message.id, e.message.content, e.message.tool_calls) in whole
+            }
+        hits = session.backend.search(session.name, history, query, limit, shown)
+        if hits is not None:
+            return hits
+        index = _index(session, history)
+        messages = [e.message for e in entries]
+        try:
+            index.sync(messages, history.first_seq)
+            return index.search(query, limit, exclude=shown)
+        except sqlite3.DatabaseError:
+            if index.path is None:
+                raise
+            # Torn in a way the check on opening did not see: rebuilt from the history.
+            index.rebuild()
+            index.sync(messages, history.first_seq)
+            return index.search(query, limit, exclude=shown)
+
+
+def _index(session: Session, history: History) -> SearchIndex:
+    generation = history.epoch or ""
+    index = session._search
+    if index is None or index.generation != generation:
+        if index is not None:
+            index.close()
+        folder = session.backend.path(session.name)
+        path = folder / INDEX_FILE if folder is not None and folder.is_dir() else None
+        index = SearchIndex(path, generation=generation)
+        session._search = index
+    return index
+
+
+def update_index(session: Session) -> None:
+    """Bring ``session``'s index up to date with its history now, instead of at the next
+    search (after a compaction, say, off the turn's path); a search does the same first."""
+    with session._mutex:
+        history = session._refresh()
+        if session.backend.search(session.name, history, "", 1, set()) is not None:
+            return
+        index = _index(session, history)
+        messages = [e.message for e in history.entries]
+        try:
+            index.sync(messages, history.first_seq)
+        except sqlite3.DatabaseError:
+            if index.path is None:
+                raise
+            index.rebuild()
+            index.sync(messages, history.first_seq)
