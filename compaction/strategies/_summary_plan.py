@@ -195,7 +195,12 @@ class _RoundPlanner:
             if len(runs) < least:
                 continue
             start, end = runs[0][0].start, runs[-1][-1].end
-            if sum(counts[start:end]) < self.min_tokens:
+            if sum(counts[start:end]) < self.min_tokens and not (
+                region == "history_summaries" and self._free()
+            ):
+                # too small to be worth a call; but a free summariser's answer that combines
+                # a summary with what is left around it costs nothing, and its ledger is what
+                # the room is for
                 continue
             n = self._shortest(runs, counts, over, least)
             if region == "history" and n < len(runs):
@@ -211,6 +216,11 @@ class _RoundPlanner:
             lone = max(notes, key=lambda g: sum(counts[g.start : g.end]))
             return _Round(LEDGER_REGION, lone.start, lone.end, messages, target)
         return None
+
+    def _free(self) -> bool:
+        """Whether the summariser costs nothing to call (the extractive default)."""
+        able = getattr(self, "capabilities", None)
+        return able is not None and not able.model_call
 
     def _fuller(
         self,
