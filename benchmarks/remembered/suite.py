@@ -43,7 +43,17 @@ from ..common.measure import progress
 from .judge import stale, visible_text
 from .sessions import KINDS, Session, agent_session, chat_session
 
-__all__ = ["BUDGETS", "COUNTERS", "LADDERS", "ROUNDS", "SEEDS", "parts", "run", "run_session"]
+__all__ = [
+    "BUDGETS",
+    "COUNTERS",
+    "LADDERS",
+    "ROUNDS",
+    "SEEDS",
+    "capacity",
+    "parts",
+    "run",
+    "run_session",
+]
 
 BUDGETS: Final = (0.10, 0.20, 0.30)
 ROUNDS: Final = 5
@@ -133,24 +143,34 @@ def capacity(
     """How many of the statements current before message ``upto`` any answer could show
     verbatim within ``target``, the benchmark's own bound (it reads nothing of the library's
     choices): what the product's protection rule keeps whole (the system prompt, the task,
-    the newest message of the person in ``given``, the round's input, and the newest step
-    after it) is paid first, with a note's bare frame; the other statements' sentences, one
-    line each, cheapest first, in what is left. The statements in the newest message count
-    as shown. A ladder may show more (a last resort cuts protected messages when they alone
-    are over target): the share is then counted as all that fit."""
+    the newest message of the person in ``given``, the round's input, and the newest step:
+    its last assistant message and what answers it) is paid first, with a note's bare frame;
+    the other statements' sentences, one line each, cheapest first, in what is left; the
+    statements in the newest message count as shown. When what the rule protects is itself
+    over target (a last resort then cuts it), only the system prompt and the task are paid
+    and every statement competes for the rest."""
     original = {m.content for m in session.messages if m.role == "user"}
     last = max(
         (i for i, m in enumerate(given) if m.role == "user" and m.content in original),
         default=len(given),
     )
     tail = "\n".join(m.content for m in given[last : last + 1])
-    fixed = [m for m in given if m.role == "system"] + [session.messages[1], *given[last:]]
+    step = max((i for i, m in enumerate(given) if m.role == "assistant"), default=len(given))
+    newest = [*given[last : last + 1], *given[max(step, last + 1) :]]
+    base = [m for m in given if m.role == "system"] + [session.messages[1]]
+    fixed = [*base, *newest]
     room = target - sum(counter.count(m) for m in fixed)
     room -= counter.count(Message("user", _FRAME))
     current: dict[str, Any] = {}
     for statement in session.statements:
         if statement.index < upto:
             current[statement.subject] = statement
+    if room < 0:
+        # what the rule protects is itself over target (a last resort cuts it): the system
+        # prompt and the task only are paid, every statement competes for what is left
+        room = target - sum(counter.count(m) for m in base)
+        room -= counter.count(Message("user", _FRAME))
+        tail = ""
     shown = sum(1 for st in current.values() if st.value in tail)
     costs = sorted(
         counter.count_text("\n- " + _sentence(session.messages[st.index].content, st.value))

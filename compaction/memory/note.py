@@ -118,27 +118,13 @@ def ledger_text(
     said_head = "\nThe person said (verbatim, latest values):"
     chosen = choose([(s.kind, len(s.text) + 3) for s in said], room - len(said_head))
     said_lines = [said[i].text for i in chosen]
-    if said_lines:
-        # What each shown statement replaced, on its own line and labelled, in the room the
-        # statements leave (rules first): the model sees the history, never as current.
-        spare = room - len(said_head) - sum(len(line) + 3 for line in said_lines)
-        for n, line in enumerate(said_lines):
-            note = _replaced(ledger.stale, line)
-            if note and len(note) <= spare:
-                said_lines[n] = line + note
-                spare -= len(note)
-        # and what the person's later words (still in the conversation) replaced, as one line
-        tail = _values_line("(later messages replaced: ", since)
-        if tail and len(tail) + 1 <= spare:
-            said_lines.append(tail)
     said_text = ""
     if said_lines:
-        said_text = said_head + "".join(
-            ("\n" if line.startswith("(") else "\n- ") + line for line in said_lines
-        )
+        said_text = said_head + "".join("\n- " + line for line in said_lines)
         room -= len(said_text)
 
     if said_only:
+        said_text = _labelled(said_head, said_lines, ledger, since, room)
         if bare:
             return said_text.lstrip("\n")
         return head + said_text + "]" if said_text else ""
@@ -186,6 +172,10 @@ def ledger_text(
     # room kept for it before files read and earlier commands.
     if recall and not reserved and room < len(recall) + 1:
         recall = ""
+    if said_lines:
+        # the values the person replaced, labelled, in the room everything else leaves
+        spare = room - (len(recall) + 1 if recall and not reserved else 0)
+        said_text = _labelled(said_head, said_lines, ledger, since, spare)
     # One line of facts after the opening count (as notes always read); the person's words,
     # when there are any, one sentence a line between them.
     rest = " ".join([*(sections[t] for t in order if t in sections), *([recall] if recall else [])])
@@ -196,6 +186,28 @@ def ledger_text(
     else:
         text = head + (" " + rest if rest else "")
     return text.rstrip() + "]"
+
+
+def _labelled(
+    said_head: str, lines: Sequence[str], ledger: Ledger, since: Sequence[str], spare: int
+) -> str:
+    """The person's lines under ``said_head``, each with the values its statement replaced
+    (labelled, rules first), then one line of the values later messages replaced, as far as
+    ``spare`` characters go: the model sees the history, never as current. ``""`` without
+    lines."""
+    if not lines:
+        return ""
+    out = list(lines)
+    for n, line in enumerate(out):
+        note = _replaced(ledger.stale, line)
+        if note and len(note) <= spare:
+            out[n] = line + note
+            spare -= len(note)
+    text = said_head + "".join("\n- " + line for line in out)
+    tail = _values_line("(later messages replaced: ", since)
+    if tail and len(tail) + 1 <= spare:
+        text += "\n" + tail
+    return text
 
 
 def _current(ledger: Ledger, later: Sequence[str]) -> tuple[list[Statement], list[str]]:

@@ -22,6 +22,7 @@ combined summaries do not grow by quoting their own ledgers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import attrs
@@ -71,11 +72,21 @@ def _prose(
     if room <= 0:
         return ""
     said = {s.strip() for line in shown.splitlines() if (s := line_statement(line)) is not None}
+    # a value as a whole token ("1" is not in "12"), longest first
+    old = (
+        re.compile(
+            r"(?<!\w)(?:"
+            + "|".join(re.escape(v) for v in sorted(stale, key=len, reverse=True))
+            + r")(?!\w)"
+        )
+        if stale
+        else None
+    )
     lines = [
         line
         for line in prose.splitlines()
         if not (said and line.strip().removeprefix("- ").strip() in said)
-        and not any(value in line for value in stale)
+        and not (old is not None and old.search(line))
     ]
     whole = "\n".join(lines)
     if counter.count_text(whole) <= room:
