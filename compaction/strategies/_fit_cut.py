@@ -35,7 +35,8 @@ class Stage(NamedTuple):
     bare: bool = False
     #: ``"line"``: our notes, by whole lines, the header kept; ``"line0"``: the same, emptied
     #: when even the header is too many; ``"sentence"``: the person's messages, by whole
-    #: sentences; None: in the middle, head and tail kept.
+    #: sentences (``"filler"``: only those that are neither a statement nor a question);
+    #: None: in the middle, head and tail kept.
     unit: str | None = None
 
 
@@ -134,7 +135,7 @@ class _Cuts:
             return None
         goal = max(want - (current - text_tokens), 0)
         text = message.content
-        if unit == "sentence":
+        if unit in ("sentence", "filler"):
             ref = known.ref(message)
             best: tuple[str, int] | None = None
             # The marker that keeps the most sentences: a recall id costs a sentence or two,
@@ -147,7 +148,9 @@ class _Cuts:
                     found = mark.format(cut=cut, ref=ref)
                     return found if found.startswith("\n") else " " + found
 
-                found = cut_sentences(text, goal, counter.count_text, mark_of)
+                found = cut_sentences(
+                    text, goal, counter.count_text, mark_of, filler_only=unit == "filler"
+                )
                 if found is not None and (best is None or found[1] > best[1]):
                     best = found
             cut = None if best is None else best[0]

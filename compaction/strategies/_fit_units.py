@@ -12,9 +12,10 @@ replaced, and a person's message cut in its middle loses the very value it state
   record (sentence by sentence, from the end), then the labels of replaced values, then the
   person's statements, from the last (lowest priority) up. The header stays; only when even
   the header alone is too many may the text be emptied (the record stays in ``meta``).
-- A person's message loses whole sentences: filler first, then goals, facts and rules (the
-  lowest priority first, the earliest first within a kind: the end of a message is what was
-  said last); a marker says how much went. A message holding a paste (a "sentence" longer than
+- A person's message loses whole sentences: filler first (before a note gives any of the
+  person's statements), then their questions, goals, facts and rules (the lowest priority
+  first, the earliest first within a kind: the end of a message is what was said last); a
+  marker says how much went. A message holding a paste (a "sentence" longer than
   [`MAX_SENTENCE_CHARS`][compaction.memory.words.MAX_SENTENCE_CHARS]) is not a list of
   statements, and is cut in its middle as any text.
 
@@ -124,25 +125,41 @@ def is_paste(text: str) -> bool:
     return any(len(m.group(0)) > MAX_SENTENCE_CHARS for m in _SENTENCE.finditer(text))
 
 
+#: Drop ranks of a person's sentence: filler, a question (what they ask is the request), then
+#: their statements by priority (goals, facts, rules).
+_FILLER, _QUESTION = 0, 1
+
+
 def _rank(sentence: str) -> int:
     found = statements(sentence)
-    return PRIORITY[found[0].kind] if found else 0
+    if found:
+        return _QUESTION + PRIORITY[found[0].kind]
+    return _QUESTION if sentence.rstrip().endswith("?") else _FILLER
 
 
 def cut_sentences(
-    text: str, want: int, count_text: Callable[[str], int], marker: Callable[[int], str]
+    text: str,
+    want: int,
+    count_text: Callable[[str], int],
+    marker: Callable[[int], str],
+    *,
+    filler_only: bool = False,
 ) -> tuple[str, int] | None:
     """``text`` (a person's message) with whole sentences dropped, filler first, then the
     lowest-priority statements (the earliest first within a kind), until it counts at most
     ``want`` with ``marker(characters cut)`` after it; every sentence dropped when none
-    fits; and how many sentences it keeps. None when nothing can be dropped."""
+    fits; and how many sentences it keeps. ``filler_only``: only sentences that are neither a
+    statement nor a question go. None when nothing can be dropped."""
     starts = [m.start() for m in _SENTENCE.finditer(text)]
     if not starts:
         return None
     starts[0] = 0
     bounds = [*starts, len(text)]
     pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
-    order = sorted(range(len(pieces)), key=lambda i: (_rank(pieces[i]), i))
+    ranks = [_rank(p) for p in pieces]
+    order = sorted(range(len(pieces)), key=lambda i: (ranks[i], i))
+    if filler_only:
+        order = [i for i in order if ranks[i] == _FILLER]
 
     def build(k: int) -> str:
         gone = set(order[:k])

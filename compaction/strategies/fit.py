@@ -201,10 +201,12 @@ class Fit(_Cuts, Strategy):
             ],
             # What is protected gives only what the hard limit demands: the newest tool
             # output first (it keeps its head and tail), then every other protected message
-            # but the person's, our notes down to their header.
+            # but the person's, then the person's filler sentences, then our notes down to
+            # their header.
             [
                 Stage(largest(i for i in kept if out[i].role == "tool"), None, hard),
                 Stage(other(kept), None, hard),
+                Stage(largest(i for i in kept if i in persons), None, hard, unit="filler"),
                 Stage(largest(i for i in kept if i in notes), None, hard, unit="line"),
             ],
             # Then the arguments of calls whose result is shown whole (a ``Write``'s content
@@ -269,7 +271,9 @@ class Fit(_Cuts, Strategy):
                             continue  # even emptied, it would not free enough
                         least = stage.floor if stage.floor is not None else least_default
                         unit = stage.unit
-                        if unit == "sentence" and pasted(i):
+                        if unit in ("sentence", "filler") and pasted(i):
+                            if unit == "filler":
+                                continue  # a paste gives in the person's own stage
                             unit = None  # a paste is not a list of statements
                         if unit is not None:
                             least = 0  # whole units: what is kept is decided by the unit
