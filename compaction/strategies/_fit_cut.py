@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar, NamedTuple
 
-from ..memory.trace import cut_counted, original_chars
+from ..memory.trace import CUT_MARKER, cut_counted, original_chars
 from ..memory.transcript import PROVENANCE_KEY, is_note, mark, provenance
 from ..messages import Message, ToolCall
 from ..tokens import TokenCounter
@@ -159,6 +159,49 @@ class _Cuts:
         if cut is None:
             return None
         return self._marked(message, cut, None, counter, current, None, known)
+
+    def _give_back(
+        self,
+        order: Sequence[int],
+        units: dict[int, str],
+        room: int,
+        out: list[Message],
+        now: list[int],
+        messages: tuple[Message, ...],
+        counter: TokenCounter,
+        text_tokens: Callable[[int], int],
+        known: _Known,
+    ) -> int:
+        """Re-cut the messages of ``order`` (cut by whole ``units``) from their originals with
+        ``room`` more tokens each may take, in that order, each only when it then keeps more;
+        ``out`` and ``now`` updated in place; what the request grew by."""
+        grew = 0
+        for i in order:
+            if room <= 0:
+                break
+            original = messages[i]
+            size = counter.count(original)
+            if size <= now[i] + room:
+                found: tuple[Message, int] | None = (original, size)
+            else:
+                found = self._whole(
+                    original,
+                    now[i] + room,
+                    counter,
+                    CUT_MARKER,
+                    units[i],
+                    text_tokens(i),
+                    known,
+                    size,
+                )
+            if found is None or found[1] <= now[i] or found[1] > now[i] + room:
+                continue
+            if len(found[0].content) <= len(out[i].content):
+                continue  # a longer marker, not more of the text
+            room -= found[1] - now[i]
+            grew += found[1] - now[i]
+            out[i], now[i] = found
+        return grew
 
     def _marked(
         self,

@@ -12,8 +12,8 @@ replaced, and a person's message cut in its middle loses the very value it state
   record (sentence by sentence, from the end), then the labels of replaced values, then the
   person's statements, from the last (lowest priority) up. The header stays; only when even
   the header alone is too many may the text be emptied (the record stays in ``meta``).
-- A person's message loses whole sentences: filler first (before a note gives any of the
-  person's statements), then their questions, goals, facts and rules (the lowest priority
+- A person's message loses whole sentences: filler and goals first (before a note gives any
+  of the person's rules and facts), then their questions, facts and rules (the lowest priority
   first, the earliest first within a kind: the end of a message is what was said last); a
   marker says how much went. A message holding a paste (a "sentence" longer than
   [`MAX_SENTENCE_CHARS`][compaction.memory.words.MAX_SENTENCE_CHARS]) is not a list of
@@ -128,6 +128,7 @@ def is_paste(text: str) -> bool:
 #: Drop ranks of a person's sentence: filler, a question (what they ask is the request), then
 #: their statements by priority (goals, facts, rules).
 _FILLER, _QUESTION = 0, 1
+_GOAL: Final = _QUESTION + PRIORITY["goal"]
 
 
 def _rank(sentence: str) -> int:
@@ -148,8 +149,9 @@ def cut_sentences(
     """``text`` (a person's message) with whole sentences dropped, filler first, then the
     lowest-priority statements (the earliest first within a kind), until it counts at most
     ``want`` with ``marker(characters cut)`` after it; every sentence dropped when none
-    fits; and how many sentences it keeps. ``filler_only``: only sentences that are neither a
-    statement nor a question go. None when nothing can be dropped."""
+    fits; and how many sentences it keeps. ``filler_only``: only filler and goals go (what
+    ranks below every line a note keeps of the person's rules and facts; a question is the
+    request, and stays). None when nothing can be dropped."""
     starts = [m.start() for m in _SENTENCE.finditer(text)]
     if not starts:
         return None
@@ -159,7 +161,7 @@ def cut_sentences(
     ranks = [_rank(p) for p in pieces]
     order = sorted(range(len(pieces)), key=lambda i: (ranks[i], i))
     if filler_only:
-        order = [i for i in order if ranks[i] == _FILLER]
+        order = [i for i in order if ranks[i] in (_FILLER, _GOAL)]
 
     def build(k: int) -> str:
         gone = set(order[:k])

@@ -153,6 +153,7 @@ class Fit(_Cuts, Strategy):
         sizes: dict[int, int] = {}
         known = _Known(counter)
         tried: set[tuple[int, int, str, int, bool, str | None]] = set()
+        whole_cuts: dict[int, str] = {}
         pastes: dict[int, bool] = {}
 
         def pasted(i: int) -> bool:
@@ -330,8 +331,19 @@ class Fit(_Cuts, Strategy):
                         out[i], now[i] = found
                         total += found[1] - before
                         changed = True
+                        if unit is not None:
+                            whole_cuts[i] = "sentence" if i in persons else "line"
                     # the largest first, by their size now
                     stage.indices.sort(key=lambda i: (-now[i], i))
+        if whole_cuts:
+            # Whole units free a sentence or a line at a time, and a later stage may have
+            # freed what an earlier one gave for nothing: what is left under the aim goes
+            # back, the person's messages first (newest first), then our notes.
+            room = (target if total <= target else hard) - total
+            order = sorted(whole_cuts, key=lambda i: (i not in persons, -i))
+            self._give_back(
+                order, whole_cuts, room, out, now, messages, counter, text_tokens, known
+            )
         return out if changed else None
 
 
