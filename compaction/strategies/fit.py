@@ -276,8 +276,6 @@ class Fit(_Cuts, Strategy):
                             if unit == "filler":
                                 continue  # a paste gives in the person's own stage
                             unit = None  # a paste is not a list of statements
-                        if unit is not None:
-                            least = 0  # whole units: what is kept is decided by the unit
                         mark_with = marker
                         if i == task or (i in newest and not stage.bare):
                             # Their floor is of their own text, the marker on top, and that
