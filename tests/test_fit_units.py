@@ -52,6 +52,10 @@ def test_notes_lose_whole_lines_and_the_person_whole_sentences(target: int) -> N
     for line in note.content.rstrip("]").split("\n"):
         if line:
             assert any(o == line or o.startswith(line + " ") for o in original)
+    # the header stays, and the bracket that closes the note closes what is kept of it
+    if note.content:
+        assert note.content.startswith("[17 earlier messages removed")
+        assert note.content.endswith("]")
     # a statement line is never cut in its value
     for line in note.content.split("\n"):
         if line.startswith("- "):
