@@ -16,14 +16,20 @@ as still needed, and each group through every pass before the next is touched:
 1. what is not protected, down to the target: tool outputs, largest first, then the rest;
 2. the system prompt, only when it alone is over the limit (or an earlier run cut it);
 3. the newest tool output, down to the limit: it keeps its head and tail here;
-4. every other protected message but the task, notes included (contents, then the longest
+4. every other protected message but the task and the person's (contents, then the longest
    string values anywhere in tool-call arguments, so the JSON stays valid; arguments that are
-   not JSON are cut as text);
+   not JSON are cut as text), then the person's filler and goals, then our notes by whole
+   lines from their lowest-priority end, down to their header;
 5. the arguments of calls whose result is shown whole (a ``Write``'s content beside its
    "ok"), only while the request is still over the limit;
 6. the task, down to ``task_share`` of the limit;
 7. the newest tool outputs, their own head and tail given up: the request fitting comes first;
-8. the task, to its head and tail (``task_min_tokens``).
+8. the person's messages, by whole sentences (``_fit_units``), then our notes' headers;
+9. the task, to its head and tail (``task_min_tokens``).
+
+Our notes and the person's messages are never cut mid-line or mid-sentence (a label parted
+from its value is worse than either gone), and what whole units freed past the aim goes back
+to them.
 
 **What identifies a step is never cut.** A tool-call argument value shorter than
 ``ARG_FLOOR`` (300 characters: every path, id,
