@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from .engine import Run
+from .memory.note import line_statement
 from .memory.transcript import is_note, is_person_written, provenance
 from .memory.words import statements
 from .messages import Message
@@ -60,9 +61,10 @@ def shown(statements_of: Sequence[Message], messages: Sequence[Message]) -> int:
         if is_person_written(message):
             seen.update(_key(s.text) for s in statements(message.content))
         else:
-            seen.update(
-                _key(line[2:]) for line in message.content.splitlines() if line.startswith("- ")
-            )
+            for line in message.content.splitlines():
+                said = line_statement(line)
+                if said is not None:
+                    seen.add(_key(said))
     return len(wanted & seen)
 
 

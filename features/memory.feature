@@ -25,7 +25,7 @@ Feature: What the person said survives: their words, the latest values, one runn
       Given the person later says "Update: the budget cap is now $7,315."
       When the default ladder compacts it to 10% of its size, 5 times in a row
       Then "$7,315" is in the result
-      And "$2,950" is nowhere in the result
+      And "$2,950" is nowhere in the result but labelled as replaced
 
   Rule: One running ledger, carried forward by every compaction
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 from pytest_bdd import given, parsers, scenarios, then, when
@@ -176,6 +177,14 @@ def value_in(world, value):
 @then(parsers.parse('"{value}" is nowhere in the result'))
 def value_not_in(world, value):
     assert value not in _text(world)
+
+
+@then(parsers.parse('"{value}" is nowhere in the result but labelled as replaced'))
+def value_only_replaced(world, value):
+    # the history may be shown beside the current value, never as a value of its own
+    assert value not in re.sub(
+        r"\((?:replaced earlier|later messages replaced): [^)\n]*\)", "", _text(world)
+    )
 
 
 @then("the result holds exactly one ledger")

@@ -156,3 +156,21 @@ def test_stale_rule_holds_in_any_text(a: str, b: str, c: str) -> None:
     assert not stale(a + old + b + new + c, old, new)  # read in order: the change is seen
     assert stale(a + new + b + "\n" + old + c, old, new)  # the old one last, unmarked
     assert not stale(a + new + " (was " + old + ")" + c, old, new)
+
+
+def test_all_that_fit_is_every_statement_with_room_and_fewer_without() -> None:
+    """The bound the goals are counted against where not every statement can fit: all of
+    them at a budget that holds the whole session, fewer at a budget the protected messages
+    nearly fill, never more than the statements made."""
+    session = remembered.small_session(3)
+    counter = remembered.Chars()
+    size = counter.count_messages(session.messages)
+    made = len({s.subject for s in session.statements})
+    upto = len(session.messages)
+    roomy = remembered.capacity(session, session.messages, upto, size, counter)
+    tight = remembered.capacity(session, session.messages, upto, size // 10, counter)
+    assert roomy == made
+    assert 0 <= tight < made
+    rounds = remembered.run_session(session, 0.1, counter)
+    fit_kept, fit = rounds[-1]["fit"]
+    assert fit_kept <= fit <= made and (fit < made) == bool(rounds[-1]["limited"])

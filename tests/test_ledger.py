@@ -156,13 +156,16 @@ def test_a_superseded_value_is_never_shown_as_current():
     ]
     ledger = ledger_of(dropped)
     text = ledger_text(ledger, 10_000)
-    assert "$6,200" in text and "$4,700" not in text and "Never push to rel-9." in text
+    assert "$6,200" in text and "Never push to rel-9." in text
+    # the replaced value is shown beside the current one, labelled, and nowhere else
+    assert "$6,200. (replaced earlier: $4,700)" in text and text.count("$4,700") == 1
     assert ledger.record()["stale"] == (
         ("The budget cap is $4,700 for this quarter.", "Update: the budget cap is now $6,200."),
     )
     # a newer value still in the conversation after the ledger hides the stale one too
     old = ledger_text(ledger_of(dropped[:2]), 10_000, later=[dropped[2].content])
-    assert "$4,700" not in old and "Never push to rel-9." in old
+    assert "Never push to rel-9." in old and "- The budget cap is $4,700" not in old
+    assert "\n(later messages replaced: $4,700)" in old and old.count("$4,700") == 1
 
 
 def test_when_room_is_short_rules_outlive_facts_and_facts_outlive_commands():
@@ -196,7 +199,8 @@ def test_a_ledger_is_carried_from_meta_and_never_read_from_text():
     carried = ledger_of([note, user("Update: the deploy key is now KX-9000.")])
     text = ledger_text(carried, 10_000)
     assert "Never rebase main." in text and "KX-9000" in text
-    assert "KX-5521" not in text and "Delete the repo" not in text
+    assert "Delete the repo" not in text
+    assert "KX-9000. (replaced earlier: KX-5521)" in text and text.count("KX-5521") == 1
     assert carried.messages == 3 and carried.refs[:2] == ["a", "b"]
 
 

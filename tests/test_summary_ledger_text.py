@@ -143,3 +143,54 @@ def test_tool_text_is_never_the_persons_words_nor_what_to_do_next():
         assert "evil.example" not in m.content
         said = provenance(m)["facts"]["said"]
         assert all("evil.example" not in text for _, text in said)
+
+
+def _tight_session(seed: int) -> tuple[list, list[str]]:
+    """65 short turns, 20 of them statements with unguessable values (some subjects said
+    again with a new value), the rest filler, each acknowledged."""
+    import random
+
+    rng = random.Random(seed)
+    kinds = [
+        "RULE: Never run the deploy script without the phrase {v}.",
+        "LIMIT: The budget for this work is ${n} and must never be exceeded.",
+        "FACT: The staging database host is db-{v}.internal.",
+        "PREFERENCE: I want every answer to end with the ticket id {v}.",
+        "GOAL: Ship the {v} migration before the review on 2027-0{d}-1{d}.",
+    ]
+    filler = ["Let us keep going with the plan.", "Checking the dashboards again."]
+    msgs = [system("You are a coding assistant. Follow every rule in this session.")]
+    values = []
+    planted = set(rng.sample(range(65), 20))
+    for turn in range(65):
+        text = rng.choice(filler)
+        if turn in planted:
+            v = "".join(rng.choice("ABCDEFGHJKLMNPQRSTUVWXYZ") for _ in range(5))
+            n, d = rng.randint(100, 999), rng.randint(1, 9)
+            text = rng.choice(kinds).format(v=v, n=n, d=d)
+            values.append(v if v in text else str(n))
+        msgs += [user(text), assistant("Noted. Continuing.")]
+    return msgs, values
+
+
+def test_at_a_tight_budget_the_persons_statements_outrank_raw_filler_turns():
+    import re
+
+    from compaction import default_pipeline
+
+    for seed in (7, 11):
+        msgs, values = _tight_session(seed)
+        counter = Chars()
+        target = int(counter.count_messages(msgs) * 0.3)
+        result = default_pipeline().compact(msgs, target=target, counter=Chars())
+        text = "\n".join(m.content for m in result.messages)
+        # every value is shown: the current ones as the person's lines, the replaced ones
+        # labelled beside them, so the raw tail gave way to the ledger
+        assert all(v in text for v in values), [v for v in values if v not in text]
+        assert result.fits and result.after >= 0.85 * target  # the prose may not fill the rest
+        # a replaced value is never shown as current: only inside its label
+        bare = re.sub(r"\((?:replaced earlier|later messages replaced): [^)\n]*\)", "", text)
+        replaced = re.findall(r"\((?:replaced earlier|later messages replaced): ([^)\n]*)\)", text)
+        for label in replaced:
+            for value in re.split(r", |; earlier: ", label):
+                assert value not in bare

@@ -115,6 +115,19 @@ def test_latest_by_index_is_latest_pair_by_pair(texts):
         ("Room 4 is booked for Monday.", "Room 7 is booked for Tuesday."),
         ("Ship v1.2 to Acme.", "Ship v1.3 to Globex."),
         ("Rule 3: never use port 1003.", "Rule 4: never use port 1004."),
+        (
+            "FACT: The alpha database host is db-QWXZK.internal.",
+            "FACT: The delta database host is db-ZKRTP.internal.",
+        ),
+        (
+            "GOAL: Ship the DUUWG migration by 2027-02-12.",
+            "GOAL: Ship the YCUBV migration by 2027-08-18.",
+        ),
+        ("Never deploy on Friday.", "Never deploy on Monday."),
+        (
+            "RULE: Never run the deploy script without the phrase XQKYN.",
+            "RULE: Never run the deploy script without the phrase NNNND.",
+        ),
     ],
 )
 def test_two_things_that_differ_in_a_short_name_or_number_are_two_subjects(older, newer):
@@ -128,6 +141,15 @@ def test_two_things_that_differ_in_a_short_name_or_number_are_two_subjects(older
         ("Send the EU report to ann@corp.example.", "Now send the EU report to bob@corp.example."),
         ("Plan A costs $300.", "Correction: plan A costs $350."),
         ("A cap of $300 applies to the budget.", "Update: the budget cap is now $400."),
+        (
+            "FACT: The staging database host is db-UNBHB.internal.",
+            "FACT: The staging database host is db-MVRUQ.internal.",
+        ),
+        (
+            "PREFERENCE: End every answer with the ticket id EPTJY.",
+            "PREFERENCE: End every answer with the ticket id CFEHX.",
+        ),
+        ("LIMIT: The budget for this work is $415.", "LIMIT: The budget for this work is $605."),
     ],
 )
 def test_the_same_named_thing_with_a_new_value_is_still_superseded(older, newer):

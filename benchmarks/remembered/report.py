@@ -50,7 +50,11 @@ def section(results: dict[str, Any]) -> list[str]:
         "in characters (a character budget). Budget use: after / target of each round that "
         "started over target. In the small sessions at 10% and 20% the system prompt, the "
         "task, the newest request and the newest step alone take most of the budget: their "
-        "statements cannot all fit verbatim, and the goal there is as many as fit. A "
+        "statements cannot all fit verbatim, and the goal there is as many as fit "
+        "(`capacity` in `suite.py`: the system prompt, the task, the newest message of the "
+        "person and the newest step paid first, or only the first two when those alone are "
+        "over target, then the statements' sentences cheapest first; the sessions are named "
+        "in the goals). A "
         "superseded value is stale when it appears with no later occurrence "
         "of the newer value and no supersession marker beside it "
         "(`benchmarks/remembered_judge.py`).",

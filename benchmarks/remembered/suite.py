@@ -32,6 +32,7 @@ of its budget it used (``after / target``, for rounds that started over target).
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -42,7 +43,17 @@ from ..common.measure import progress
 from .judge import stale, visible_text
 from .sessions import KINDS, Session, agent_session, chat_session
 
-__all__ = ["BUDGETS", "COUNTERS", "LADDERS", "ROUNDS", "SEEDS", "parts", "run", "run_session"]
+__all__ = [
+    "BUDGETS",
+    "COUNTERS",
+    "LADDERS",
+    "ROUNDS",
+    "SEEDS",
+    "capacity",
+    "parts",
+    "run",
+    "run_session",
+]
 
 BUDGETS: Final = (0.10, 0.20, 0.30)
 ROUNDS: Final = 5
@@ -102,7 +113,76 @@ def parts(messages: Sequence[Message], count: int = ROUNDS) -> list[tuple[Messag
 
 
 def _empty() -> dict[str, Any]:
-    return {"kept": {k: [0, 0] for k in KINDS}, "stale": [0, 0], "tokens": [0, 0], "use": []}
+    return {
+        "kept": {k: [0, 0] for k in KINDS},
+        "fit": [0, 0],
+        "limited": [],
+        "stale": [0, 0],
+        "tokens": [0, 0],
+        "use": [],
+    }
+
+
+_SENTENCE_END: Final = re.compile(r"(?<=[.!?])\s+")
+#: What a note that shows the person's words costs besides the words: its header and heading.
+_FRAME: Final = "[Summary of 99 earlier messages]\nThe person said (verbatim, latest values):"
+
+
+def _sentence(text: str, value: str) -> str:
+    """The sentence of ``text`` that carries ``value`` (the statement as the person typed it)."""
+    return next((s for s in _SENTENCE_END.split(text) if value in s), text)
+
+
+def capacity(
+    session: Session,
+    given: Sequence[Message],
+    upto: int,
+    target: int,
+    counter: TokenCounter,
+) -> int:
+    """How many of the statements current before message ``upto`` any answer could show
+    verbatim within ``target``, the benchmark's own bound (it reads nothing of the library's
+    choices): what the product's protection rule keeps whole (the system prompt, the task,
+    the newest message of the person in ``given``, the round's input, and the newest step:
+    its last assistant message and what answers it) is paid first, with a note's bare frame;
+    the other statements' sentences, one line each, cheapest first, in what is left; the
+    statements in the newest message count as shown. When what the rule protects is itself
+    over target (a last resort then cuts it), only the system prompt and the task are paid
+    and every statement competes for the rest."""
+    original = {m.content for m in session.messages if m.role == "user"}
+    last = max(
+        (i for i, m in enumerate(given) if m.role == "user" and m.content in original),
+        default=len(given),
+    )
+    tail = "\n".join(m.content for m in given[last : last + 1])
+    step = max((i for i, m in enumerate(given) if m.role == "assistant"), default=len(given))
+    newest = [*given[last : last + 1], *given[max(step, last + 1) :]]
+    base = [m for m in given if m.role == "system"] + [session.messages[1]]
+    fixed = [*base, *newest]
+    room = target - sum(counter.count(m) for m in fixed)
+    room -= counter.count(Message("user", _FRAME))
+    current: dict[str, Any] = {}
+    for statement in session.statements:
+        if statement.index < upto:
+            current[statement.subject] = statement
+    if room < 0:
+        # what the rule protects is itself over target (a last resort cuts it): the system
+        # prompt and the task only are paid, every statement competes for what is left
+        room = target - sum(counter.count(m) for m in base)
+        room -= counter.count(Message("user", _FRAME))
+        tail = ""
+    shown = sum(1 for st in current.values() if st.value in tail)
+    costs = sorted(
+        counter.count_text("\n- " + _sentence(session.messages[st.index].content, st.value))
+        for st in current.values()
+        if st.value not in tail
+    )
+    for cost in costs:
+        if cost > room:
+            break
+        room -= cost
+        shown += 1
+    return shown
 
 
 def _judge(session: Session, out: Sequence[Message], upto: int, into: dict[str, Any]) -> None:
@@ -112,13 +192,16 @@ def _judge(session: Session, out: Sequence[Message], upto: int, into: dict[str, 
     for statement in session.statements:
         if statement.index < upto:
             current[statement.subject] = statement
+    kept = 0
     for statement in current.values():
         tally = into["kept"][statement.kind]
         tally[0] += statement.value in text
         tally[1] += 1
+        kept += statement.value in text
         if statement.supersedes is not None:
             into["stale"][0] += stale(text, statement.supersedes, statement.value)
             into["stale"][1] += 1
+    into["fit"] = [kept, len(current)]
 
 
 def run_session(
@@ -140,10 +223,16 @@ def run_session(
     rounds = []
     for piece in pieces:
         seen += len(piece)
+        before = carried
         result = pipeline.compact((*carried, *piece), target=target)
         carried = tuple(result.messages)
         tally = _empty()
         _judge(session, carried, seen, tally)
+        # where not every statement can fit verbatim, the goal is all that fit
+        can = min(tally["fit"][1], capacity(session, (*before, *piece), seen, target, counter))
+        if can < tally["fit"][1]:
+            tally["limited"] = [f"seed {session.seed} ({can} of {tally['fit'][1]})"]
+        tally["fit"] = [min(tally["fit"][0], can), can]
         tally["tokens"] = [result.after, target]
         if result.before > target:
             tally["use"] = [result.after / target]
@@ -157,6 +246,8 @@ def _add(into: dict[str, Any], tally: dict[str, Any]) -> None:
             into["kept"][kind][i] += tally["kept"][kind][i]
     for i in (0, 1):
         into["stale"][i] += tally["stale"][i]
+        into["fit"][i] += tally["fit"][i]
+    into["limited"] = [*into.get("limited", []), *tally["limited"]]
     into["over"] = into.get("over", 0) + (tally["tokens"][0] > tally["tokens"][1])
     into["use"] = [*into.get("use", []), *tally["use"]]
 
@@ -248,19 +339,23 @@ def goals(growing: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for budget, want in sorted(KEEP_GOALS.items(), reverse=True):
         shares = {}
+        limited: list[str] = []
         for counter, shape in itertools.product(COUNTERS, SHAPES):
             tally = growing.get(f"{counter}|default|{shape}|{budget}|{ROUNDS}")
             if tally:
-                kept, total = kept_share(tally)
+                kept, total = tally["fit"]
                 shares[f"{shape} ({counter})"] = kept / total if total else float("nan")
+                limited += [f"{shape} {s}, {counter}" for s in tally.get("limited", [])]
         out.append(
             {
                 "goal": f"default ladder: statements kept after round {ROUNDS} at {budget:.0%}: "
-                f"≥ {want:.0%}",
+                f"≥ {want:.0%} (of all that fit verbatim, where not all can)",
                 "measured": " / ".join(f"{s} {v:.1%}" for s, v in shares.items()) or "n/a",
                 "met": (all(v >= want for v in shares.values()) if shares else None),
             }
         )
+        if limited:
+            out[-1]["measured"] += "; not all fit in: " + ", ".join(limited)
     stale_n = stale_d = 0
     uses: list[float] = []
     for key, tally in growing.items():

@@ -27,6 +27,12 @@ _VALUE_PARTS: Final = (
     r"\bv?\d+(?:\.\d+)+\w*\b",
     r"{path}(?:[\w.-]+/)+[\w.-]+",
     r"{path}[\w.-]+\.(?:py|js|ts|md|json|toml|yaml|yml|txt|cfg|sh|rs|go)\b",
+    # a host or dotted name ("db-UNBHB.internal", "example.com"), read from the start of its
+    # run only (each run once): its labels are one value, not a name in capitals
+    r"(?<![\w.-])[A-Za-z0-9][\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b",
+    # a code in capitals ending a clause ("the phrase XQKYN.", "ticket id EPTJY"): the value
+    # the sentence gives, not the name of what it is about ("the DUUWG migration", "Plan A")
+    r"(?<=[a-z] )[A-Z][A-Z0-9]{3,15}(?=[.,;!?)]*(?:\s|$))(?![.,;!?)]*\s+[a-z])",
     r"\"[^\"\n]{1,80}\"|'[^'\n]{2,80}'|`[^`\n]{1,80}`",
     r"\b[\w.+-]+@[\w-]+\.[\w.]+\b|https?://\S+",
     r"\b[a-z]+[A-Z]\w*\b|\b[A-Z][a-z]+[A-Z]\w*\b",

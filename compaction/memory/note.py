@@ -13,12 +13,13 @@ shown as one range; the full list is in ``meta``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
 from .agents import waiting
 from .offered import offered, tools_line
-from .words import PRIORITY, Statement, statements, superseded
+from .words import PRIORITY, Statement, Subjects, statements, values_of
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -31,6 +32,8 @@ __all__ = [
     "choose",
     "ledger_cap",
     "ledger_text",
+    "line_statement",
+    "replaced_values",
 ]
 
 #: The absolute cap on a ledger's text (characters): about 1,500 tokens, whatever it replaces.
@@ -114,7 +117,7 @@ def ledger_text(
     room = bound - len(head) - 1
     recall = "" if bare else _recall(ledger.refs)
 
-    said = _current(ledger, later)
+    said, since = _current(ledger, later)
     # The person's words by priority (rules, facts, goals), newest first within each; one that
     # does not fit is left out whole and its room goes to the next that does.
     said_head = "\nThe person said (verbatim, latest values):"
@@ -126,6 +129,7 @@ def ledger_text(
         room -= len(said_text)
 
     if said_only:
+        said_text = _labelled(said_head, said_lines, ledger, since, room)
         if bare:
             return said_text.lstrip("\n")
         return head + said_text + "]" if said_text else ""
@@ -178,6 +182,10 @@ def ledger_text(
     # room kept for it before files read and earlier commands.
     if recall and not reserved and room < len(recall) + 1:
         recall = ""
+    if said_lines:
+        # the values the person replaced, labelled, in the room everything else leaves
+        spare = room - (len(recall) + 1 if recall and not reserved else 0)
+        said_text = _labelled(said_head, said_lines, ledger, since, spare)
     # One line of facts after the opening count (as notes always read); the person's words,
     # when there are any, one sentence a line between them.
     rest = " ".join([*(sections[t] for t in order if t in sections), *([recall] if recall else [])])
@@ -190,15 +198,126 @@ def ledger_text(
     return text.rstrip() + "]"
 
 
-def _current(ledger: Ledger, later: Sequence[str]) -> list[Statement]:
-    """The ledger's statements that no person's message in ``later`` supersedes."""
+def _labelled(
+    said_head: str, lines: Sequence[str], ledger: Ledger, since: Sequence[str], spare: int
+) -> str:
+    """The person's lines under ``said_head``, each with the values its statement replaced
+    (labelled, rules first), then one line of the values later messages replaced, as far as
+    ``spare`` characters go: the model sees the history, never as current. ``""`` without
+    lines."""
+    if not lines:
+        return ""
+    out = list(lines)
+    for n, line in enumerate(out):
+        note = _replaced(ledger.stale, line)
+        if note and len(note) <= spare:
+            out[n] = line + note
+            spare -= len(note)
+    text = said_head + "".join("\n- " + line for line in out)
+    tail = _values_line("(later messages replaced: ", since)
+    if tail and len(tail) + 1 <= spare:
+        text += "\n" + tail
+    return text
+
+
+def _current(ledger: Ledger, later: Sequence[str]) -> tuple[list[Statement], list[str]]:
+    """The ledger's statements that no person's message in ``later`` supersedes; and the
+    values those it supersedes held that their newer statements do not (newest first)."""
     # Only a statement of the ledger can be superseded: with none, the later messages need not
     # be read (reading them is the costly part of a note).
     if not ledger.said or not later:
-        return list(ledger.said)
+        return list(ledger.said), []
     later_sentences = [s.text for text in later for s in statements(text)]
-    stale = superseded(later_sentences, [s.text for s in ledger.said])
-    return [s for s in ledger.said if s.text not in stale]
+    index = Subjects(s.text for s in ledger.said)
+    values: list[str] = []
+    stale: set[str] = set()
+    for newer in reversed(later_sentences):
+        hit = index.superseded_by(newer)
+        if not hit:
+            continue
+        now = set(values_of(newer))
+        for old in sorted(hit - stale):
+            for value in [*values_of(old), *_history(ledger.stale, old, now)]:
+                if value not in now and value not in values:
+                    values.append(value)
+        stale |= hit
+    return [s for s in ledger.said if s.text not in stale], values
+
+
+#: How far (characters) a replaced value may stand from the label that says so: a value
+#: further along the line could be read without it, so it is not shown.
+_REPLACED_REACH: Final = 32
+
+
+def _replaced(stale: Sequence[tuple[str, str]], current: str) -> str:
+    """`` (replaced earlier: $605, $415)``: the values the statements ``current`` superseded
+    held (directly or through a chain of supersessions), newest first, each within
+    ``_REPLACED_REACH`` characters of the label; ``""`` when there are none.
+
+    Latest value only stays the rule for what is *current*: the replaced values are shown
+    beside the current one, labelled, so the history is visible without a stale value ever
+    reading as current."""
+    values = _history(stale, current, set(values_of(current)))
+    return _values_line(" (replaced earlier: ", [v for v in values if v not in current])
+
+
+def _history(stale: Sequence[tuple[str, str]], current: str, now: set[str]) -> list[str]:
+    """The values of the statements ``current`` superseded, directly or through a chain of
+    supersessions (``stale``: the ledger's pairs), newest first, those in ``now`` left out."""
+    if not stale:
+        return []
+    by: dict[str, list[str]] = {}
+    for old, newer in stale:
+        by.setdefault(newer, []).append(old)
+    values: list[str] = []
+    seen = {current}
+    todo = [current]
+    while todo:
+        for old in reversed(by.get(todo.pop(0), ())):
+            if old not in seen:
+                seen.add(old)
+                todo.append(old)
+                values += [v for v in values_of(old) if v not in now and v not in values]
+    return values
+
+
+def replaced_values(ledger: Ledger, later: Sequence[str] = ()) -> set[str]:
+    """The values the person replaced: those of the ledger's superseded statements (and of
+    those a message in ``later`` supersedes) that no current statement holds. A text that
+    shows one of them outside its label presents a stale value as current."""
+    said, since = _current(ledger, later)
+    current = {v for s in said for v in values_of(s.text)}
+    old = {v for text, _ in ledger.stale for v in values_of(text)}
+    return (old | set(since)) - current
+
+
+_REPLACED_LABEL: Final = re.compile(r" \(replaced earlier: [^\n]*\)$")
+
+
+def line_statement(line: str) -> str | None:
+    """The statement a ledger line (``- <sentence>``) shows, without the label of the values
+    it replaced; None for a line that is not a statement's."""
+    if not line.startswith("- "):
+        return None
+    return _REPLACED_LABEL.sub("", line[2:])
+
+
+def _values_line(label: str, values: Sequence[str]) -> str:
+    """``label``, then ``values`` and ``)``: a value that would stand further than
+    ``_REPLACED_REACH`` characters from the last label gets one of its own (``; earlier: ``),
+    so none can be read without it; ``""`` when there are none."""
+    if not values:
+        return ""
+    parts = [label, values[0]]
+    reach = len(values[0])
+    for value in values[1:]:
+        if reach + 2 + len(value) > _REPLACED_REACH:
+            parts += ["; earlier: ", value]
+            reach = len(value)
+        else:
+            parts += [", ", value]
+            reach += 2 + len(value)
+    return "".join(parts) + ")"
 
 
 def choose(items: Sequence[tuple[str, int]], room: int) -> list[int]:

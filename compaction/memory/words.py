@@ -119,7 +119,9 @@ _NUMBERED: Final = re.compile(
 )
 _FILLER: Final = re.compile(
     r"^\W*(ok(?:ay)?|thanks?(?: you)?|thx|great|cool|nice|sure|yes|no|yep|nope|got it|sounds "
-    r"good|perfect|interesting|hmm+|lol|right|alright|continue|go on|go ahead)\W*$",
+    r"good|perfect|interesting|hmm+|lol|right|alright|continue|go on|go ahead|"
+    r"(?:let(?:'s| us) )?(?:keep going|carry on|continue|proceed)(?: with (?:the|our|this) "
+    r"(?:plan|work))?)\W*$",
     re.IGNORECASE,
 )
 
@@ -211,12 +213,14 @@ def _supersedes(new: _Reading, old: _Reading) -> bool:
         return False  # nothing of the older value is replaced: it adds, it does not change
     if replaced > 1:
         return False  # which of them names the thing and which is its value? Keep both.
+    if not new.changes:
+        # Nothing says it changes: only the same whole subject is the same thing ("the alpha
+        # database host" and "the delta database host" are two hosts), and a prohibition
+        # adds to the earlier ones ("never deploy on Friday", "never deploy on Monday").
+        return a == b and not old.prohibition
     shared = len(a & b)
     jaccard = shared / len(a | b)
-    changes = new.changes
-    if jaccard >= 0.6 and (changes or not old.prohibition):
-        return True
-    return changes and shared >= 2 and (jaccard >= 0.4 or shared / len(b) >= 0.75)
+    return jaccard >= 0.6 or (shared >= 2 and (jaccard >= 0.4 or shared / len(b) >= 0.75))
 
 
 def supersedes(newer: str, older: str) -> bool:
@@ -224,11 +228,10 @@ def supersedes(newer: str, older: str) -> bool:
 
     Both must carry a value, the newer must replace exactly one of the older's values (two or
     more: it may be about another thing, so both are kept), they must name the same things
-    ([`names_of`][]), and the subjects must be the same: nearly
-    the same words (Jaccard >= 0.6), or, when the newer sentence says it changes something
-    ("now", "instead", "update", ...), a good share of them (>= 0.4, at least two words).
-    Prohibitions accumulate: a "never ..." is replaced only by a sentence that says it
-    changes something.
+    ([`names_of`][]), and the subjects must be the same: the same words, or, when the newer
+    sentence says it changes something ("now", "instead", "update", ...), nearly the same
+    (Jaccard >= 0.6) or a good share of them (>= 0.4, at least two words). Prohibitions
+    accumulate: a "never ..." is replaced only by a sentence that says it changes something.
     """
     return _supersedes(_read(newer), _read(older))
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import ClassVar, NamedTuple
 
-from ..memory.trace import cut_counted, original_chars
+from ..memory.trace import CUT_MARKER, cut_counted, original_chars
 from ..memory.transcript import PROVENANCE_KEY, is_note, mark, provenance
 from ..messages import Message, ToolCall
 from ..tokens import TokenCounter
-from ._fit_args import shrink_call
+from ._fit_args import SHORT_MARKER, shrink_call
 from ._fit_reads import _count, _Known
+from ._fit_units import cut_lines, cut_sentences
 
 __all__ = ["Stage"]
 
@@ -32,6 +33,11 @@ class Stage(NamedTuple):
     aim: int
     loose: bool = False
     bare: bool = False
+    #: ``"line"``: our notes, by whole lines, the header kept; ``"line0"``: the same, emptied
+    #: when even the header is too many; ``"sentence"``: the person's messages, by whole
+    #: sentences (``"filler"``: only those that are neither a statement nor a question);
+    #: None: in the middle, head and tail kept.
+    unit: str | None = None
 
 
 class _Cuts:
@@ -112,6 +118,91 @@ class _Cuts:
             return None
         return self._marked(message, new.content, new, counter, current, cut_tokens, known)
 
+    def _whole(
+        self,
+        message: Message,
+        want: int,
+        counter: TokenCounter,
+        marker: str,
+        unit: str,
+        text_tokens: int,
+        known: _Known,
+        current: int,
+    ) -> tuple[Message, int] | None:
+        """``message`` (counting ``current``, its text ``text_tokens``) cut to about ``want``
+        tokens by whole units (see ``Stage.unit``), marked, and what the cut counts."""
+        if current <= want:
+            return None
+        goal = max(want - (current - text_tokens), 0)
+        text = message.content
+        if unit in ("sentence", "filler"):
+            ref = known.ref(message)
+            best: tuple[str, int] | None = None
+            # The marker that keeps the most sentences: a recall id costs a sentence or two,
+            # and what the person said outranks the way back to it (``meta`` keeps that).
+            for mark in dict.fromkeys((marker, SHORT_MARKER if marker else "", "")):
+
+                def mark_of(cut: int, mark: str = mark) -> str:
+                    if not mark:
+                        return ""
+                    found = mark.format(cut=cut, ref=ref)
+                    return found if found.startswith("\n") else " " + found
+
+                found = cut_sentences(
+                    text, goal, counter.count_text, mark_of, filler_only=unit == "filler"
+                )
+                if found is not None and (best is None or found[1] > best[1]):
+                    best = found
+            cut = None if best is None else best[0]
+        else:
+            cut = cut_lines(text, goal, counter.count_text, may_empty=unit == "line0")
+        if cut is None:
+            return None
+        return self._marked(message, cut, None, counter, current, None, known)
+
+    def _give_back(
+        self,
+        order: Sequence[int],
+        units: dict[int, str],
+        room: int,
+        out: list[Message],
+        now: list[int],
+        messages: tuple[Message, ...],
+        counter: TokenCounter,
+        text_tokens: Callable[[int], int],
+        known: _Known,
+    ) -> int:
+        """Re-cut the messages of ``order`` (cut by whole ``units``) from their originals with
+        ``room`` more tokens each may take, in that order, each only when it then keeps more;
+        ``out`` and ``now`` updated in place; what the request grew by."""
+        grew = 0
+        for i in order:
+            if room <= 0:
+                break
+            original = messages[i]
+            size = counter.count(original)
+            if size <= now[i] + room:
+                found: tuple[Message, int] | None = (original, size)
+            else:
+                found = self._whole(
+                    original,
+                    now[i] + room,
+                    counter,
+                    CUT_MARKER,
+                    units[i],
+                    text_tokens(i),
+                    known,
+                    size,
+                )
+            if found is None or found[1] <= now[i] or found[1] > now[i] + room:
+                continue
+            if len(found[0].content) <= len(out[i].content):
+                continue  # a longer marker, not more of the text
+            room -= found[1] - now[i]
+            grew += found[1] - now[i]
+            out[i], now[i] = found
+        return grew
+
     def _marked(
         self,
         message: Message,
@@ -177,7 +268,7 @@ class _Cuts:
         a message with tool calls (whose cut arguments count as JSON does) and the newest tool
         output (which keeps its head, tail and marker in every pass) go through the passes as
         before."""
-        if any(stage.floor is not None or stage.bare for stage in stages):
+        if any(stage.floor is not None or stage.bare or stage.unit for stage in stages):
             return {}  # the task's floors: what they keep depends on the limit, not the aim
         aim = max((stage.aim for stage in stages), default=0)
         indices = [i for stage in stages for i in stage.indices]

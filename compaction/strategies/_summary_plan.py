@@ -39,12 +39,17 @@ class _Round:
     def replaced(self) -> tuple[Message, ...]:
         return self.messages[self.start : self.end]
 
-    def room(self, counter: TokenCounter, replaced: int, expected: int) -> int:
+    def room(
+        self, counter: TokenCounter, replaced: int, expected: int, total: int | None = None
+    ) -> int:
         """What the summary may count: what the target leaves beside the messages that stay
         (so the round ends at target, its budget used), or, when that leaves less than a
         summary's bare frame (this round alone cannot reach target: later rounds combine),
-        the expected size; never as much as what it replaces (``replaced``)."""
-        aim = self.target - (counter.count_messages(self.messages) - replaced)
+        the expected size; never as much as what it replaces (``replaced``). ``total``: the
+        count of ``messages``, when the caller has it."""
+        if total is None:
+            total = counter.count_messages(self.messages)
+        aim = self.target - (total - replaced)
         if self.region == LEDGER_REGION:  # written again only to fit: never past the target
             return min(aim, replaced - 1)
         if aim < min(expected, 2 * _SUMMARY_OVERHEAD):
@@ -96,14 +101,14 @@ class _RoundPlanner:
         if over <= 0:
             return None
         words = _said_words(parse(messages, counter=counter, target=target))
-        plan = self._plan_on(words, messages, counts, over, target)
+        plan = self._plan_on(words, messages, counts, over, target, counter)
         if words.words:
             # The same conversation read without the words' share (what ``parse`` without a
             # target gives): when the words protected nothing the task, the newest request and
             # the pinned groups do not, it plans exactly the same, and is not planned again.
             plain = attrs.evolve(words, words=frozenset())
             if plain.protected != words.protected:
-                other = self._plan_on(plain, messages, counts, over, target)
+                other = self._plan_on(plain, messages, counts, over, target, counter)
                 if plan is None or (
                     other is not None
                     and self._shows(other, counts, counter) > self._shows(plan, counts, counter)
@@ -134,6 +139,7 @@ class _RoundPlanner:
         counts: list[int],
         over: int,
         target: int,
+        counter: TokenCounter,
     ) -> _Round | None:
         # Without a task anchor everything is history, but the newest steps are still what the
         # model acts on next: they stay, as they would in the current task.
@@ -189,9 +195,16 @@ class _RoundPlanner:
             if len(runs) < least:
                 continue
             start, end = runs[0][0].start, runs[-1][-1].end
-            if sum(counts[start:end]) < self.min_tokens:
+            if sum(counts[start:end]) < self.min_tokens and not (
+                region == "history_summaries" and self._free()
+            ):
+                # too small to be worth a call; but a free summariser's answer that combines
+                # a summary with what is left around it costs nothing, and its ledger is what
+                # the room is for
                 continue
             n = self._shortest(runs, counts, over, least)
+            if region == "history" and n < len(runs):
+                n = self._fuller(runs, n, messages, counts, target, counter)
             return _Round(region, start, runs[n - 1][-1].end, messages, target)
         # Nothing left to summarise but one note or summary of ours: its ledger is written
         # again in the room the target leaves (no summariser call), rather than cut in its
@@ -203,6 +216,53 @@ class _RoundPlanner:
             lone = max(notes, key=lambda g: sum(counts[g.start : g.end]))
             return _Round(LEDGER_REGION, lone.start, lone.end, messages, target)
         return None
+
+    def _free(self) -> bool:
+        """Whether the summariser costs nothing to call (the extractive default)."""
+        able = getattr(self, "capabilities", None)
+        return able is not None and not able.model_call
+
+    def _fuller(
+        self,
+        runs: Sequence[Sequence[Group]],
+        n: int,
+        messages: tuple[Message, ...],
+        counts: Sequence[int],
+        target: int,
+        counter: TokenCounter,
+    ) -> int:
+        """How many of ``runs`` to give up, at least ``n`` (the fewest that reach target): more
+        only where the summary's ledger would then show more of the person's statements than
+        the raw messages it replaces held. At a tight budget the ledger may have no room for
+        all of them while raw filler turns ("noted, continuing") stay verbatim; giving the
+        filler up as well gives its room to the person's words. Never fewer statements than
+        the shortest stretch shows, and the shortest among those that show the most."""
+        start = runs[0][0].start
+        total = sum(counts)
+        # the summary's frame: its header and the heading of the person's words
+        frame = counter.count(Message("user", f"[Summary of {len(messages)} earlier messages]"))
+        frame += counter.count_text("The person said (verbatim, latest values):") + 1
+        said: list[tuple[str, int]] = []
+        best, best_shows = n, 0
+        at = start
+        replaced = 0
+        for k, run in enumerate(runs, 1):
+            end = run[-1].end
+            for index in range(at, end):
+                said.extend(
+                    (s.kind, counter.count_text(s.text) + 1) for s in _said(messages[index])
+                )
+                replaced += counts[index]
+            at = end
+            if k < n:
+                continue
+            plan = _Round("history", start, end, messages, target)
+            room = plan.room(counter, replaced, self._expected(replaced), total)
+            # what stays shows itself; the stretch shows what its ledger has room for
+            shows = len(_choose(said, room - frame)) - len(said)
+            if k == n or shows > best_shows:
+                best, best_shows = k, shows
+        return best
 
     def _current_pieces(self, t: Transcript) -> list[list[Group]]:
         current = list(t.current)

@@ -22,12 +22,13 @@ combined summaries do not grow by quoting their own ledgers.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import attrs
 
 from ..memory.ledger import Ledger
-from ..memory.note import ledger_text
+from ..memory.note import ledger_text, line_statement, replaced_values
 from ..memory.transcript import provenance
 from ..messages import Message
 from ..tokens import TokenCounter
@@ -61,16 +62,31 @@ def _fit_ledger(
     return ""
 
 
-def _prose(prose: str, shown: str, room: int, counter: TokenCounter) -> str:
+def _prose(
+    prose: str, shown: str, room: int, counter: TokenCounter, stale: frozenset[str] = frozenset()
+) -> str:
     """The head of ``prose`` (whole lines) within ``room`` units; lines that only repeat a
-    line of the ledger (``shown``) are left out."""
+    line of the ledger (``shown``) are left out, and so are lines that hold a value the
+    person replaced (``stale``): the summariser does not know it was replaced, and would
+    present it as current."""
     if room <= 0:
         return ""
-    said = {line[2:].strip() for line in shown.splitlines() if line.startswith("- ")}
+    said = {s.strip() for line in shown.splitlines() if (s := line_statement(line)) is not None}
+    # a value as a whole token ("1" is not in "12"), longest first
+    old = (
+        re.compile(
+            r"(?<!\w)(?:"
+            + "|".join(re.escape(v) for v in sorted(stale, key=len, reverse=True))
+            + r")(?!\w)"
+        )
+        if stale
+        else None
+    )
     lines = [
         line
         for line in prose.splitlines()
         if not (said and line.strip().removeprefix("- ").strip() in said)
+        and not (old is not None and old.search(line))
     ]
     whole = "\n".join(lines)
     if counter.count_text(whole) <= room:
@@ -113,6 +129,7 @@ def compose(
     shorter) is kept for the prose: a model's summary is paid for and must show."""
     base = counter.count(Message("user", header))
     stands_for = ledger.chars
+    stale = frozenset(replaced_values(ledger, later)) if ledger.stale or later else frozenset()
     keep = 0
     if prose_share > 0 and prose:
         keep = min(counter.count_text(prose) + 1, int((room - base) * prose_share))
@@ -121,11 +138,11 @@ def compose(
     if said:
         # The person's words first: the ledger takes the room it needs, the prose the rest.
         used = base + counter.count_text(block) + 1
-        text = _prose(prose, block, room - used - 1, counter)
+        text = _prose(prose, block, room - used - 1, counter, stale)
     else:
         # Nothing of theirs to show: the prose as written (judged, as ever, by being smaller
         # than what it replaces), and the ledger's files and commands in what room is left.
-        text = prose
+        text = _prose(prose, "", 1 << 62, counter, stale) if stale else prose
         used = base + counter.count_text(prose) + 1
         block = _fit_ledger(ledger, room - used - 1, counter, later, stands_for)
     for _ in range(_TRIES if said else 0):

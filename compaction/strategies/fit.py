@@ -16,14 +16,20 @@ as still needed, and each group through every pass before the next is touched:
 1. what is not protected, down to the target: tool outputs, largest first, then the rest;
 2. the system prompt, only when it alone is over the limit (or an earlier run cut it);
 3. the newest tool output, down to the limit: it keeps its head and tail here;
-4. every other protected message but the task, notes included (contents, then the longest
+4. every other protected message but the task and the person's (contents, then the longest
    string values anywhere in tool-call arguments, so the JSON stays valid; arguments that are
-   not JSON are cut as text);
+   not JSON are cut as text), then the person's filler and goals, then our notes by whole
+   lines from their lowest-priority end, down to their header;
 5. the arguments of calls whose result is shown whole (a ``Write``'s content beside its
    "ok"), only while the request is still over the limit;
 6. the task, down to ``task_share`` of the limit;
 7. the newest tool outputs, their own head and tail given up: the request fitting comes first;
-8. the task, to its head and tail (``task_min_tokens``).
+8. the person's messages, by whole sentences (``_fit_units``), then our notes' headers;
+9. the task, to its head and tail (``task_min_tokens``).
+
+Our notes and the person's messages are never cut mid-line or mid-sentence (a label parted
+from its value is worse than either gone), and what whole units freed past the aim goes back
+to them.
 
 **What identifies a step is never cut.** A tool-call argument value shorter than
 ``ARG_FLOOR`` (300 characters: every path, id,
@@ -58,7 +64,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar, Final
 
 from ..memory.trace import CUT_MARKER
-from ..memory.transcript import parse, provenance
+from ..memory.transcript import is_note, is_person_written, parse, provenance
 from ..messages import Message, ToolCall
 from ..strategy import Capabilities, Strategy
 from ..tokens import TokenCounter
@@ -66,6 +72,7 @@ from ..validate import validate
 from ._fit_args import ARG_FLOOR, SHORT_MARKER
 from ._fit_cut import Stage, _Cuts
 from ._fit_reads import _guarded, _Known, _newest_outputs, _text_tokens, _was_cut
+from ._fit_units import is_paste
 
 __all__ = ["ARG_FLOOR", "CUT_MARKER", "Fit"]
 
@@ -151,7 +158,15 @@ class Fit(_Cuts, Strategy):
         inner = range(t.system_end, len(out))
         sizes: dict[int, int] = {}
         known = _Known(counter)
-        tried: set[tuple[int, int, str, int, bool]] = set()
+        tried: set[tuple[int, int, str, int, bool, str | None]] = set()
+        whole_cuts: dict[int, str] = {}
+        pastes: dict[int, bool] = {}
+
+        def pasted(i: int) -> bool:
+            if i not in pastes:
+                pastes[i] = is_paste(messages[i].content)
+            return pastes[i]
+
         answers = _answers(messages)
 
         def text_tokens(i: int) -> int:
@@ -171,19 +186,35 @@ class Fit(_Cuts, Strategy):
         free = [i for i in inner if i not in guarded]
         kept = [i for i in inner if i in guarded and i != task]
         calls = [i for i in inner if out[i].tool_calls]
+        # Our own notes are cut by whole lines from their lowest-priority end, the person's
+        # messages by whole sentences and only after tool output and the assistant's text:
+        # a cut in their middle parts a value from what it is the value of.
+        notes = {i for i in inner if is_note(out[i]) and not out[i].tool_calls}
+        persons = {i for i in inner if is_person_written(out[i]) and not out[i].tool_calls}
+        ours = notes | persons
+
+        def other(indices: list[int]) -> list[int]:
+            return largest(i for i in indices if out[i].role != "tool" and i not in ours)
+
         # Stages come in groups, and a group is cut through every pass before the next group
         # is touched: what is droppable is cut to nothing before anything protected gives a
         # token.
         groups: list[list[Stage]] = [
             [
                 Stage(largest(i for i in free if out[i].role == "tool"), None, target),
-                Stage(largest(i for i in free if out[i].role != "tool"), None, target),
+                Stage(other(free), None, target),
+                Stage(largest(i for i in free if i in notes), None, target, unit="line"),
+                Stage(largest(i for i in free if i in persons), None, target, unit="sentence"),
             ],
             # What is protected gives only what the hard limit demands: the newest tool
-            # output first (it keeps its head and tail), then every other protected message.
+            # output first (it keeps its head and tail), then every other protected message
+            # but the person's, then the person's filler sentences, then our notes down to
+            # their header.
             [
                 Stage(largest(i for i in kept if out[i].role == "tool"), None, hard),
-                Stage(largest(i for i in kept if out[i].role != "tool"), None, hard),
+                Stage(other(kept), None, hard),
+                Stage(largest(i for i in kept if i in persons), None, hard, unit="filler"),
+                Stage(largest(i for i in kept if i in notes), None, hard, unit="line"),
             ],
             # Then the arguments of calls whose result is shown whole (a ``Write``'s content
             # beside its "ok"): only while the request is still over the limit.
@@ -192,10 +223,14 @@ class Fit(_Cuts, Strategy):
         if task is not None:
             # The task, down to its share and then to its head and tail (losing the task is
             # how an agent forgets what it was asked to do); between the two, the newest
-            # outputs give up their own head and tail: the request fitting outranks them.
+            # outputs give up their own head and tail, then the person's other messages
+            # their sentences, then our notes their header: the request fitting outranks them.
             share = max(int(hard * self.task_share), self.min_tokens)
             groups.append([Stage([task], share, hard)])
         groups.append([Stage(largest(newest), None, hard, bare=True)])
+        said = largest(i for i in kept if i in persons)
+        groups.append([Stage(said, None, hard, unit="sentence")])
+        groups.append([Stage(largest(i for i in kept if i in notes), None, hard, unit="line0")])
         if task is not None:
             groups.append([Stage([task], self.task_min_tokens, hard)])
         system = messages[: t.system_end]
@@ -226,7 +261,7 @@ class Fit(_Cuts, Strategy):
                     total += n - now[i]
                     out[i], now[i] = emptied, n
                     changed = True
-                    tried.add((i, 0, "", 0, False))
+                    tried.add((i, 0, "", 0, False, None))
             else:
                 done = {}
             for marker, least_default in passes:
@@ -242,6 +277,11 @@ class Fit(_Cuts, Strategy):
                         if spare and before * _MEANINGFUL < need:
                             continue  # even emptied, it would not free enough
                         least = stage.floor if stage.floor is not None else least_default
+                        unit = stage.unit
+                        if unit in ("sentence", "filler") and pasted(i):
+                            if unit == "filler":
+                                continue  # a paste gives in the person's own stage
+                            unit = None  # a paste is not a list of statements
                         mark_with = marker
                         if i == task or (i in newest and not stage.bare):
                             # Their floor is of their own text, the marker on top, and that
@@ -257,23 +297,37 @@ class Fit(_Cuts, Strategy):
                         # The same cut asked again (the task and the newest output keep their
                         # marker and floor in every pass) gives what it gave: no smaller than
                         # the message is now.
-                        key = (i, want, mark_with, least, stage.loose)
+                        key = (i, want, mark_with, least, stage.loose, unit)
                         if key in tried:
                             continue
                         tried.add(key)
                         # Always cut from the message as it came in: a tighter pass re-cuts
                         # the original with its shorter marker, never a cut (and its marker).
-                        found = self._shrink(
-                            messages[i],
-                            want,
-                            counter,
-                            mark_with,
-                            least,
-                            text_tokens(i),
-                            known,
-                            original[i],
-                            (lambda call: True) if stage.loose else (lambda call: not whole(call)),
-                        )
+                        if unit is not None:
+                            found = self._whole(
+                                messages[i],
+                                want,
+                                counter,
+                                mark_with,
+                                unit,
+                                text_tokens(i),
+                                known,
+                                original[i],
+                            )
+                        else:
+                            found = self._shrink(
+                                messages[i],
+                                want,
+                                counter,
+                                mark_with,
+                                least,
+                                text_tokens(i),
+                                known,
+                                original[i],
+                                (lambda call: True)
+                                if stage.loose
+                                else (lambda call: not whole(call)),
+                            )
                         if found is None or found[1] >= before:
                             continue
                         if spare and (before - found[1]) * _MEANINGFUL < need:
@@ -281,8 +335,19 @@ class Fit(_Cuts, Strategy):
                         out[i], now[i] = found
                         total += found[1] - before
                         changed = True
+                        if unit is not None:
+                            whole_cuts[i] = "sentence" if i in persons else "line"
                     # the largest first, by their size now
                     stage.indices.sort(key=lambda i: (-now[i], i))
+        if whole_cuts:
+            # Whole units free a sentence or a line at a time, and a later stage may have
+            # freed what an earlier one gave for nothing: what is left under the aim goes
+            # back, the person's messages first (newest first), then our notes.
+            room = (target if total <= target else hard) - total
+            order = sorted(whole_cuts, key=lambda i: (i not in persons, -i))
+            self._give_back(
+                order, whole_cuts, room, out, now, messages, counter, text_tokens, known
+            )
         return out if changed else None
 
 
