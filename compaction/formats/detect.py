@@ -43,7 +43,8 @@ class Document:
     """A parsed file: one JSON ``value``, or JSONL ``records`` as ``(line number, object)``.
 
     ``bad`` holds the JSONL lines that were no JSON object, as ``(line number, reason)``;
-    ``text`` the file's text; ``json_error`` why the text is neither JSON nor JSONL (then
+    ``text`` the file's text, kept only for a text file (a parsed file's text would double
+    what it holds in memory); ``json_error`` why the text is neither JSON nor JSONL (then
     ``value`` and ``records`` are both ``None``, and only a reader of text formats reads it).
     """
 
@@ -246,9 +247,9 @@ def parse_text(text: str, path: str | Path) -> Document:
         if not records or len(records) < len(bad):
             reason = f"not JSON ({whole.msg} at line {whole.lineno}, column {whole.colno})"
             return Document(text=text, json_error=reason)
-        return Document(records=tuple(records), bad=tuple(bad), text=text)
+        return Document(records=tuple(records), bad=tuple(bad))
     check_tree(value, path, text=text)
-    return Document(value=value, text=text)
+    return Document(value=value)
 
 
 def chat_flavor(messages: Sequence[Any], *, has_system_key: bool = False) -> str:
