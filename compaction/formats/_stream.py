@@ -75,24 +75,26 @@ def parse_stream(stream: IO[bytes], path: str | Path, *, limit: int | None = Non
     bounds the bytes read (an [`InputFileError`][compaction._reading.InputFileError] past it).
     """
     lines = _lines(stream, limit, path)
-    first = next(lines, b"")
-    head = first
-    held = [first]
-    while len(head) < _HEAD:  # the NUL check looks at the first 64 KiB, as decode() does
-        more = next(lines, None)
-        if more is None:
+    held: list[bytes] = []
+    size = 0
+    more = False  # a line after the first holds more than JSON whitespace
+    for line in lines:
+        held.append(line)
+        size += len(line)
+        if not more and len(held) > 1 and line.strip(_JSON_SPACE):
+            more = True
+        if more and size >= _HEAD:  # the NUL check looks at the first 64 KiB, as decode()
             break
-        held.append(more)
-        head += more
-    if b"\0" in head[:_HEAD] or not head.strip():
+    if not more or b"\0" in _head(held):
+        # One JSON document (or text, or nothing): parsed whole. The lines read go first.
+        del held
         return _whole(stream, limit, path)
-    del head
-    start = len(_BOM) if first.startswith(_BOM) else 0
+    start = len(_BOM) if held[0].startswith(_BOM) else 0
     try:
-        one = _loads(first[start:].rstrip(b"\n").decode("utf-8"))
+        _loads(str(memoryview(held[0])[start:], "utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError):
+        del held
         return _whole(stream, limit, path)
-    del one
     found = _records(_chain(held, lines), path, start)
     if found is None:
         return _whole(stream, limit, path)
@@ -100,9 +102,21 @@ def parse_stream(stream: IO[bytes], path: str | Path, *, limit: int | None = Non
     return Document(records=records, bad=bad)
 
 
+def _head(held: list[bytes]) -> bytes:
+    """The first 64 KiB of the lines ``held``."""
+    out = b""
+    for line in held:
+        out += line[: _HEAD - len(out)]
+        if len(out) >= _HEAD:
+            break
+    return out
+
+
 def _chain(held: list[bytes], rest: Iterator[bytes]) -> Iterator[bytes]:
-    while held:
-        yield held.pop(0)
+    """The lines held, each let go once given, then the rest."""
+    for i, line in enumerate(held):
+        held[i] = b""
+        yield line
     yield from rest
 
 
