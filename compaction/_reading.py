@@ -1,6 +1,7 @@
 """Reading a file a user named: only a regular file, never through a symlink, never unbounded.
 
-An input is read whole into memory, so what stands at the path decides whether that is safe:
+An input is read into memory (whole, or a line at a time), so what stands at the path decides
+whether that is safe:
 
 - a regular file no bigger than the limit is read; a bigger one is refused before a byte is
   read (its size is known up front), and the read itself stops at the limit, should the file
@@ -23,7 +24,16 @@ import os
 import stat
 from typing import IO, Final
 
-__all__ = ["MIB", "InputFileError", "TomlError", "parse_toml", "read_limited", "read_regular"]
+__all__ = [
+    "MIB",
+    "InputFileError",
+    "TomlError",
+    "grew",
+    "open_regular",
+    "parse_toml",
+    "read_limited",
+    "read_regular",
+]
 
 MIB: Final = 1 << 20
 
@@ -59,10 +69,11 @@ def read_limited(stream: IO[bytes], limit: int, name: str) -> bytes:
     return data
 
 
-def read_regular(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit`` of them; an
-    [`InputFileError`][] for anything else (see the module docstring). ``what`` names the
-    kind of file in the too-big message ("price table", "transcript")."""
+def open_regular(path: str | os.PathLike[str], limit: int, what: str = "file") -> IO[bytes]:
+    """The regular file ``path``, open for binary reading (the caller closes it), when it is
+    no bigger than ``limit``; an [`InputFileError`][] for anything else (see the module
+    docstring). ``what`` names the kind of file in the too-big message ("price table",
+    "transcript"). A caller reading it a line at a time still stops at ``limit`` bytes."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _BINARY)
     except OSError as exc:
@@ -87,11 +98,23 @@ def read_regular(path: str | os.PathLike[str], limit: int, what: str = "file") -
     except BaseException:
         os.close(fd)
         raise
-    with os.fdopen(fd, "rb") as f:
-        # The descriptor stays non-blocking, which a regular file ignores.
+    # The descriptor stays non-blocking, which a regular file ignores.
+    return os.fdopen(fd, "rb")
+
+
+def grew(path: str | os.PathLike[str], limit: int) -> InputFileError:
+    """The error for a file that grew past ``limit`` bytes while it was read."""
+    return InputFileError(path, f"too big: grew past {_size(limit)} while read", errno.EFBIG)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` of them; an
+    [`InputFileError`][] for anything else (see the module docstring). ``what`` names the
+    kind of file in the too-big message ("price table", "transcript")."""
+    with open_regular(path, limit, what) as f:
         data = f.read(limit + 1)
     if len(data) > limit:
-        raise InputFileError(path, f"too big: grew past {_size(limit)} while read", errno.EFBIG)
+        raise grew(path, limit)
     return data
 
 

@@ -34,11 +34,11 @@ def _listing() -> list[dict[str, Any]]:
 
 def _detect(path: str) -> dict[str, Any]:
     from ..formats import FormatError
-    from ..formats.detect import parse_text, read_text
+    from ..formats._stream import parse_path
     from ..formats.registry import considered, detect
 
     try:
-        doc = parse_text(read_text(path), path)
+        doc = parse_path(path)
     except FormatError as exc:
         return {"file": path, "format": None, "considered": [], "error": str(exc)}
     tried = considered(doc, path)

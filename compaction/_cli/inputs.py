@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from .._reading import MIB, read_limited, read_regular
+from .._reading import MIB, open_regular, read_limited, read_regular
 from .errors import CliError
 
 __all__ = [
@@ -103,12 +103,16 @@ def read_input(source: Source | Path) -> bytes:
 
 def load(source: Source | Path, format: str | None = None) -> Any:
     """The [`Loaded`][compaction.formats.loaded.Loaded] transcript of ``source`` (any known
-    format, or the one ``format`` names), read by [`read_input`][]."""
-    from ..formats import loads
+    format, or the one ``format`` names), read as [`read_input`][] reads it: a file is
+    opened with the same checks and parsed from its stream (a JSONL log a line at a time, so
+    its bytes and text are never held along with its records)."""
+    from ..formats import load_stream, loads
 
-    stdin = isinstance(source, Source) and source.stdin
-    name = STDIN_NAME if stdin else str(source.path if isinstance(source, Source) else source)
-    return loads(read_input(source), name, format)
+    if isinstance(source, Source) and source.stdin:
+        return loads(read_input(source), STDIN_NAME, format)
+    path = source.path if isinstance(source, Source) else source
+    with open_regular(path, MAX_TRANSCRIPT_BYTES, "transcript") as stream:
+        return load_stream(stream, str(path), format, limit=MAX_TRANSCRIPT_BYTES)
 
 
 def output_format(loaded: Any, to: str | None) -> str:

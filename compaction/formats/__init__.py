@@ -42,6 +42,7 @@ one an input format goes back as: trajectories as OpenAI, Claude Code logs as An
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from collections.abc import Iterable
@@ -52,7 +53,8 @@ from .._atomic import write_atomic
 from ..adapters.anthropic import to_anthropic
 from ..adapters.openai import to_openai
 from ..messages import Message
-from .detect import decode, parse_text, read_text
+from ._stream import parse_path, parse_stream
+from .detect import parse_text
 from .errors import FormatError
 from .loaded import FORMATS, OUTPUT_FORMAT, Loaded, Repair
 from .registry import Reader, detect, read_document, readers
@@ -68,6 +70,7 @@ __all__ = [
     "dump",
     "dumps",
     "load",
+    "load_stream",
     "loads",
     "readers",
 ]
@@ -75,21 +78,33 @@ __all__ = [
 
 def load(path: str | os.PathLike[str], format: str | None = None) -> Loaded:
     """Read the transcript at ``path``, whatever its format (see the module docstring);
-    ``format`` (a reader's name) reads it as that format instead of detecting one."""
-    return read_document(parse_text(read_text(path), str(path)), str(path), format)
+    ``format`` (a reader's name) reads it as that format instead of detecting one.
+
+    A JSONL log is parsed a line at a time: what stays in memory is its records, never the
+    file's bytes or text as well."""
+    return read_document(parse_path(path), str(path), format)
+
+
+def load_stream(
+    stream: IO[bytes], name: str, format: str | None = None, *, limit: int | None = None
+) -> Loaded:
+    """Like [`load`][], from an open, seekable binary file (``name`` is used in errors),
+    reading at most ``limit`` bytes of it."""
+    return read_document(parse_stream(stream, name, limit=limit), name, format)
 
 
 def loads(data: str | bytes, name: str = "<string>", format: str | None = None) -> Loaded:
     """Like [`load`][], for text already in memory (``name`` is used in errors)."""
-    text = decode(data, name) if isinstance(data, bytes) else data
-    if not text.strip():
+    if isinstance(data, bytes):
+        return load_stream(io.BytesIO(data), name, format)
+    if not data.strip():
         raise FormatError(name, "empty input")
-    return read_document(parse_text(text, name), name, format)
+    return read_document(parse_text(data, name), name, format)
 
 
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The name of the format [`load`][] would read ``path`` as (see [`readers`][])."""
-    return detect(parse_text(read_text(path), str(path)), str(path)).name
+    return detect(parse_path(path), str(path)).name
 
 
 def _payload(messages: Iterable[Message], format: str, like: Loaded | None) -> Any:
