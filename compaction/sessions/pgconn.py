@@ -309,8 +309,11 @@ class Connections:
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             made = conn.execute("SELECT to_regclass('compaction_schema') IS NOT NULL")
             if made.fetchone() != (True,):  # CREATE needs a privilege even when nothing is made
+                # IF NOT EXISTS all the same: to_regclass can answer from a catalog cache that
+                # has not yet seen the table another process created while we waited for the
+                # lock; CREATE looks again, with the lock on the namespace that makes it current.
                 conn.execute(
-                    "CREATE TABLE compaction_schema ("
+                    "CREATE TABLE IF NOT EXISTS compaction_schema ("
                     " singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),"
                     " version integer NOT NULL)"
                 )
