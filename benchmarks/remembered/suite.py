@@ -147,8 +147,11 @@ def capacity(
     its last assistant message and what answers it) is paid first, with a note's bare frame;
     the other statements' sentences, one line each, cheapest first, in what is left; the
     statements in the newest message count as shown. When what the rule protects is itself
-    over target (a last resort then cuts it), only the system prompt and the task are paid
-    and every statement competes for the rest."""
+    over target, a last resort cuts it in the product's order: the newest step's text first
+    (paid at its framing), the person's newest message only after every note gave its lines
+    (so it is paid whole, as when all fits: a note's line never takes its place; a longer
+    step never leaves the statements more room). Only when even that is over target are just
+    the system prompt and the task paid, every statement competing for the rest."""
     original = {m.content for m in session.messages if m.role == "user"}
     last = max(
         (i for i, m in enumerate(given) if m.role == "user" and m.content in original),
@@ -156,7 +159,8 @@ def capacity(
     )
     tail = "\n".join(m.content for m in given[last : last + 1])
     step = max((i for i, m in enumerate(given) if m.role == "assistant"), default=len(given))
-    newest = [*given[last : last + 1], *given[max(step, last + 1) :]]
+    steps = given[max(step, last + 1) :]
+    newest = [*given[last : last + 1], *steps]
     base = [m for m in given if m.role == "system"] + [session.messages[1]]
     fixed = [*base, *newest]
     room = target - sum(counter.count(m) for m in fixed)
@@ -166,8 +170,15 @@ def capacity(
         if statement.index < upto:
             current[statement.subject] = statement
     if room < 0:
-        # what the rule protects is itself over target (a last resort cuts it): the system
-        # prompt and the task only are paid, every statement competes for what is left
+        # what the rule protects is itself over target: a last resort cuts the newest step's
+        # text first (to its framing), and the person's newest message only after every note
+        # gave its lines: so that message is still paid
+        room = target - sum(counter.count(m) for m in [*base, *given[last : last + 1]])
+        room -= len(steps) * counter.count(Message("assistant", ""))
+        room -= counter.count(Message("user", _FRAME))
+    if room < 0:
+        # even that is over target: the system prompt and the task only are paid, every
+        # statement competes for what is left
         room = target - sum(counter.count(m) for m in base)
         room -= counter.count(Message("user", _FRAME))
         tail = ""
