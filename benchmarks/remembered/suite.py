@@ -133,6 +133,17 @@ def _sentence(text: str, value: str) -> str:
     return next((s for s in _SENTENCE_END.split(text) if value in s), text)
 
 
+def _request(text: str, values: Sequence[str]) -> str:
+    """What a person's message keeps when its filler goes: its questions and the sentences
+    that carry one of the session's ``values`` (the benchmark's own reading)."""
+    kept = [
+        s
+        for s in _SENTENCE_END.split(text)
+        if s.rstrip().endswith("?") or any(v in s for v in values)
+    ]
+    return " ".join(kept)
+
+
 def capacity(
     session: Session,
     given: Sequence[Message],
@@ -150,8 +161,10 @@ def capacity(
     over target, a last resort cuts it in the product's order: the newest step's text first
     (paid at its framing), the person's newest message only after every note gave its lines
     (so it is paid whole, as when all fits: a note's line never takes its place; a longer
-    step never leaves the statements more room). Only when even that is over target are just
-    the system prompt and the task paid, every statement competing for the rest."""
+    step never leaves the statements more room); when that is over target too, its filler
+    goes before a note gives a line, and it is paid as its request (its questions and the
+    sentences with a value). Only when even that is over target are just the system prompt
+    and the task paid, every statement competing for the rest."""
     original = {m.content for m in session.messages if m.role == "user"}
     last = max(
         (i for i, m in enumerate(given) if m.role == "user" and m.content in original),
@@ -176,6 +189,13 @@ def capacity(
         room = target - sum(counter.count(m) for m in [*base, *given[last : last + 1]])
         room -= len(steps) * counter.count(Message("assistant", ""))
         room -= counter.count(Message("user", _FRAME))
+    if room < 0 and tail:
+        # and over target with it whole: the person's filler goes before a note gives a line,
+        # so their newest message is paid as its request (its questions and the sentences
+        # with one of the session's values)
+        values = [st.value for st in session.statements]
+        request = Message("user", _request(tail, values))
+        room += counter.count(given[last]) - counter.count(request)
     if room < 0:
         # even that is over target: the system prompt and the task only are paid, every
         # statement competes for what is left
