@@ -202,3 +202,15 @@ def test_a_longer_newest_step_never_leaves_more_room_for_the_statements(
         for n in lengths
     ]
     assert all(a >= b for a, b in itertools.pairwise(bounds)), bounds
+
+
+@pytest.mark.parametrize("counter_name", ["tokens", "chars"])
+def test_what_an_answer_shows_within_its_target_counts_as_fitting(counter_name: str) -> None:
+    """All-that-fit is a bound on what any answer could show: an answer within the target
+    that shows more than the bound proves that many fit, so none of it is ever capped away."""
+    for seed in (2, 7):
+        session = remembered.small_session(seed)
+        for tally in remembered.run_session(session, 0.1, remembered.counter_for(counter_name)):
+            kept, _ = remembered.kept_share(tally)
+            if tally["tokens"][0] <= tally["tokens"][1]:
+                assert tally["fit"][0] == kept <= tally["fit"][1]

@@ -261,6 +261,10 @@ def run_session(
         _judge(session, carried, seen, tally)
         # where not every statement can fit verbatim, the goal is all that fit
         can = min(tally["fit"][1], capacity(session, (*before, *piece), seen, target, counter))
+        # what this answer shows within the target fits, whatever the bound says (it pays the
+        # task whole, which a last resort may cut to its share)
+        if result.after <= target:
+            can = max(can, tally["fit"][0])
         if can < tally["fit"][1]:
             tally["limited"] = [f"seed {session.seed} ({can} of {tally['fit'][1]})"]
         tally["fit"] = [min(tally["fit"][0], can), can]
