@@ -7,6 +7,7 @@ Small and fast (two seeds, one budget): the figures themselves are the benchmark
 from __future__ import annotations
 
 import argparse
+import itertools
 
 import pytest
 from hypothesis import given, settings
@@ -174,3 +175,42 @@ def test_all_that_fit_is_every_statement_with_room_and_fewer_without() -> None:
     rounds = remembered.run_session(session, 0.1, counter)
     fit_kept, fit = rounds[-1]["fit"]
     assert fit_kept <= fit <= made and (fit < made) == bool(rounds[-1]["limited"])
+
+
+@pytest.mark.parametrize("counter_name", ["tokens", "chars"])
+@pytest.mark.parametrize("seed", [1, 2, 6])
+def test_a_longer_newest_step_never_leaves_more_room_for_the_statements(
+    counter_name: str, seed: int
+) -> None:
+    """All-that-fit is the product's bound: the person's newest request is paid whether the
+    newest step is empty or too long for the target (a last resort cuts the step's text
+    first, then the person's filler, and their request only after every note gave its
+    lines), so a longer step can only leave less room for older statements, never more."""
+    session = remembered.small_session(seed)
+    counter = remembered.counter_for(counter_name)
+    target = counter.count_messages(session.messages) // 10
+    upto = len(session.messages)
+    lengths = [0, 40, 400, 4000]
+    bounds = [
+        remembered.capacity(
+            session,
+            (*session.messages, Message("assistant", "Sure. " * n)),
+            upto,
+            target,
+            counter,
+        )
+        for n in lengths
+    ]
+    assert all(a >= b for a, b in itertools.pairwise(bounds)), bounds
+
+
+@pytest.mark.parametrize("counter_name", ["tokens", "chars"])
+def test_what_an_answer_shows_within_its_target_counts_as_fitting(counter_name: str) -> None:
+    """All-that-fit is a bound on what any answer could show: an answer within the target
+    that shows more than the bound proves that many fit, so none of it is ever capped away."""
+    for seed in (2, 7):
+        session = remembered.small_session(seed)
+        for tally in remembered.run_session(session, 0.1, remembered.counter_for(counter_name)):
+            kept, _ = remembered.kept_share(tally)
+            if tally["tokens"][0] <= tally["tokens"][1]:
+                assert tally["fit"][0] == kept <= tally["fit"][1]

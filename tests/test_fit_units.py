@@ -76,3 +76,28 @@ def test_filler_and_the_assistant_go_before_the_persons_statements() -> None:
     assert out is not None
     assert "The budget cap is $4,700 for the launch." in out[-1].content
     assert all(line in out[2].content for line in _LINES)
+
+
+def test_a_short_message_of_filler_gives_it_before_a_note_gives_a_rule() -> None:
+    """The person's newest message, two filler sentences and a question, too short to keep
+    the long cut marker within the pass's floor: its filler still goes (under the short
+    marker) before the note gives a line of the person's rules and facts."""
+    counter = ApproximateCounter()
+    person = (
+        "Approach layer option value team case issue explains process step. Approach design "
+        "code report system report approach process way reads time answer. What are the "
+        "trade-offs there?"
+    )
+    before = _conversation(person)
+    question_only = Message("user", "What are the trade-offs there? […150 cut…]")
+    target = (
+        sum(counter.count(m) for m in before[:3])
+        + counter.count(Message("assistant", ""))
+        + counter.count(question_only)
+        + 2
+    )
+    out = Fit().rewrite(before, target=target, counter=counter)
+    assert out is not None
+    assert sum(counter.count(m) for m in out) <= target
+    assert all(line in out[2].content for line in _LINES)
+    assert out[-1].content.startswith("What are the trade-offs there?")

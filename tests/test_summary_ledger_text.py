@@ -194,3 +194,26 @@ def test_at_a_tight_budget_the_persons_statements_outrank_raw_filler_turns():
         for label in replaced:
             for value in re.split(r", |; earlier: ", label):
                 assert value not in bare
+
+
+def test_the_ledger_shrinks_no_further_than_its_room_needs():
+    """Shrinking the ledger in proportion to what it was over can overshoot by a whole line;
+    the statement that then fits the room left is shown (the case hypothesis found: room
+    for the oldest fact, 54 characters of 55, left to nothing)."""
+    kinds = [0, 1, 2, 0, 2, 1, 1, 1, 2]
+    msgs = [system("You are a coding assistant.")]
+    said = []
+    for i, kind in enumerate(kinds):
+        said.append(PATTERNS[kind].format(n=NOUNS[i], v="KKKKK"))
+        msgs += [user(said[-1]), assistant("Noted. Continuing.")]
+    for _ in range(4):
+        msgs += [user(FILLER), assistant("Noted. Continuing.")]
+    counter = Chars()
+    target = int(counter.count_messages(msgs) * 0.48046875)
+    result = (
+        CompactionPipeline(counter=counter).run(Summary(min_tokens=0)).compact(msgs, target=target)
+    )
+    text = "\n".join(m.content for m in result.messages)
+    room = target - result.after
+    for statement in said:
+        assert statement in text or len(statement) + 3 > room, (statement, room)

@@ -183,3 +183,24 @@ def test_a_note_merged_into_a_new_ledger_reads_as_its_statements_one_by_one(text
         merged._state(Statement("rule", t))
         one_by_one._state(Statement("rule", t))
     assert (merged.said, merged.stale) == (one_by_one.said, one_by_one.stale)
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "[…145 cut…]",
+        "[…1,145 cut…]",
+        "\n[… 1,145 characters cut to fit the context window; recall id sha1:f42cf6b1 …]\n",
+        "\n[… 612 characters cut to fit the context window; recall id sha1:ab12; it reported "
+        "ValueError …]\n",
+    ],
+)
+def test_a_cut_marker_is_never_a_statement_of_the_persons(marker: str) -> None:
+    """A message cut to fit carries our marker where its text went: the number in it is not
+    a value the person gave, and the sentences around it are read as they were."""
+    said = "We're aiming for test coverage of 77.1% by the end."
+    assert statements(said + " " + marker) == statements(said)
+    assert statements(marker) == []
+    assert statements(marker + "The budget cap is $5,000.") == [
+        Statement("rule", "The budget cap is $5,000.")
+    ]

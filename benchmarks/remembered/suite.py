@@ -133,6 +133,17 @@ def _sentence(text: str, value: str) -> str:
     return next((s for s in _SENTENCE_END.split(text) if value in s), text)
 
 
+def _request(text: str, values: Sequence[str]) -> str:
+    """What a person's message keeps when its filler goes: its questions and the sentences
+    that carry one of the session's ``values`` (the benchmark's own reading)."""
+    kept = [
+        s
+        for s in _SENTENCE_END.split(text)
+        if s.rstrip().endswith("?") or any(v in s for v in values)
+    ]
+    return " ".join(kept)
+
+
 def capacity(
     session: Session,
     given: Sequence[Message],
@@ -147,8 +158,13 @@ def capacity(
     its last assistant message and what answers it) is paid first, with a note's bare frame;
     the other statements' sentences, one line each, cheapest first, in what is left; the
     statements in the newest message count as shown. When what the rule protects is itself
-    over target (a last resort then cuts it), only the system prompt and the task are paid
-    and every statement competes for the rest."""
+    over target, a last resort cuts it in the product's order: the newest step's text first
+    (paid at its framing), the person's newest message only after every note gave its lines
+    (so it is paid whole, as when all fits: a note's line never takes its place; a longer
+    step never leaves the statements more room); when that is over target too, its filler
+    goes before a note gives a line, and it is paid as its request (its questions and the
+    sentences with a value). Only when even that is over target are just the system prompt
+    and the task paid, every statement competing for the rest."""
     original = {m.content for m in session.messages if m.role == "user"}
     last = max(
         (i for i, m in enumerate(given) if m.role == "user" and m.content in original),
@@ -156,7 +172,8 @@ def capacity(
     )
     tail = "\n".join(m.content for m in given[last : last + 1])
     step = max((i for i, m in enumerate(given) if m.role == "assistant"), default=len(given))
-    newest = [*given[last : last + 1], *given[max(step, last + 1) :]]
+    steps = given[max(step, last + 1) :]
+    newest = [*given[last : last + 1], *steps]
     base = [m for m in given if m.role == "system"] + [session.messages[1]]
     fixed = [*base, *newest]
     room = target - sum(counter.count(m) for m in fixed)
@@ -166,8 +183,22 @@ def capacity(
         if statement.index < upto:
             current[statement.subject] = statement
     if room < 0:
-        # what the rule protects is itself over target (a last resort cuts it): the system
-        # prompt and the task only are paid, every statement competes for what is left
+        # what the rule protects is itself over target: a last resort cuts the newest step's
+        # text first (to its framing), and the person's newest message only after every note
+        # gave its lines: so that message is still paid
+        room = target - sum(counter.count(m) for m in [*base, *given[last : last + 1]])
+        room -= len(steps) * counter.count(Message("assistant", ""))
+        room -= counter.count(Message("user", _FRAME))
+    if room < 0 and tail:
+        # and over target with it whole: the person's filler goes before a note gives a line,
+        # so their newest message is paid as its request (its questions and the sentences
+        # with one of the session's values)
+        values = [st.value for st in session.statements]
+        request = Message("user", _request(tail, values))
+        room += counter.count(given[last]) - counter.count(request)
+    if room < 0:
+        # even that is over target: the system prompt and the task only are paid, every
+        # statement competes for what is left
         room = target - sum(counter.count(m) for m in base)
         room -= counter.count(Message("user", _FRAME))
         tail = ""
@@ -230,6 +261,10 @@ def run_session(
         _judge(session, carried, seen, tally)
         # where not every statement can fit verbatim, the goal is all that fit
         can = min(tally["fit"][1], capacity(session, (*before, *piece), seen, target, counter))
+        # what this answer shows within the target fits, whatever the bound says (it pays the
+        # task whole, which a last resort may cut to its share)
+        if result.after <= target:
+            can = max(can, tally["fit"][0])
         if can < tally["fit"][1]:
             tally["limited"] = [f"seed {session.seed} ({can} of {tally['fit'][1]})"]
         tally["fit"] = [min(tally["fit"][0], can), can]

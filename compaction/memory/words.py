@@ -117,6 +117,9 @@ _NUMBERED: Final = re.compile(
     r"\b([A-Za-z]{2,}) (\d{1,3}|[A-Z])\b(?= (?:must|is|are|was|were|should|shall|will|can|"
     r"cannot|may|costs?|has|have|needs?|uses?|runs?|gets?|goes|only|never|always)\b)"
 )
+#: Our own cut markers (a message cut to fit keeps one where its text went, long or short):
+#: never a sentence of the person's, whatever number they name.
+_CUT_MARK: Final = re.compile(r"\[… ?[\d,]+ (?:characters )?cut\b[^\]\n]*…\]")
 _FILLER: Final = re.compile(
     r"^\W*(ok(?:ay)?|thanks?(?: you)?|thx|great|cool|nice|sure|yes|no|yep|nope|got it|sounds "
     r"good|perfect|interesting|hmm+|lol|right|alright|continue|go on|go ahead|"
@@ -356,6 +359,8 @@ def _read_message(text: str) -> tuple[tuple[str, Statement], ...]:
     among the last ``_MESSAGES`` read: a run in a loop reads the same messages again, and
     a changed message is a new text, read again."""
     out: list[tuple[str, Statement]] = []
+    if "[…" in text:
+        text = _CUT_MARK.sub("\n", text)
     for match in _SENTENCE.finditer(text):
         sentence = " ".join(match.group(0).split())
         if len(sentence) < 4:

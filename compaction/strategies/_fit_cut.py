@@ -138,8 +138,11 @@ class _Cuts:
         if unit in ("sentence", "filler"):
             ref = known.ref(message)
             best: tuple[str, int] | None = None
-            # The marker that keeps the most sentences: a recall id costs a sentence or two,
-            # and what the person said outranks the way back to it (``meta`` keeps that).
+            best_fits = False
+            # The marker that keeps the most sentences within the goal: a recall id costs a
+            # sentence or two, and what the person said outranks the way back to it (``meta``
+            # keeps that). A cut over the goal (every sentence gone and the marker still too
+            # long) is taken only when no marker brings one within it.
             for mark in dict.fromkeys((marker, SHORT_MARKER if marker else "", "")):
 
                 def mark_of(cut: int, mark: str = mark) -> str:
@@ -151,8 +154,11 @@ class _Cuts:
                 found = cut_sentences(
                     text, goal, counter.count_text, mark_of, filler_only=unit == "filler"
                 )
-                if found is not None and (best is None or found[1] > best[1]):
-                    best = found
+                if found is None:
+                    continue
+                fits = counter.count_text(found[0]) <= goal
+                if best is None or (fits, found[1]) > (best_fits, best[1]):
+                    best, best_fits = found, fits
             cut = None if best is None else best[0]
         else:
             cut = cut_lines(text, goal, counter.count_text, may_empty=unit == "line0")

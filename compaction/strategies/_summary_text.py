@@ -48,18 +48,36 @@ def _fit_ledger(
     if room <= 0:
         return ""
     text = ledger_text(ledger, stands_for, later=later, bare=True)
+    asked = over = len(text) + 1  # the bound asked for; one known to give too many
+    best = ""
     for _ in range(_TRIES):
         if not text:
-            return ""
+            break
         used = counter.count_text(text)
         if used <= room:
-            return text
+            best = text
+            break
+        over = min(over, asked)
         # Characters shrink in proportion to what it was over, and by at least one each try.
-        chars = min(len(text) - 1, int(len(text) * room / used))
-        if chars <= 0:
+        asked = min(len(text) - 1, int(len(text) * room / used))
+        if asked <= 0:
             return ""
-        text = ledger_text(ledger, stands_for, later=later, bare=True, max_chars=chars)
-    return ""
+        text = ledger_text(ledger, stands_for, later=later, bare=True, max_chars=asked)
+    low = asked
+    # The shrink may overshoot (the lines left count more or fewer characters a unit than
+    # those that went, and whole lines go): the span between what fits and what did not is
+    # halved a few times, so a statement that fits is not left out for the prose.
+    for _ in range(_TRIES if best else 0):
+        if over - low <= 1:
+            break
+        mid = (low + over) // 2
+        text = ledger_text(ledger, stands_for, later=later, bare=True, max_chars=mid)
+        if counter.count_text(text) <= room:
+            best = text if len(text) > len(best) else best
+            low = mid
+        else:
+            over = mid
+    return best
 
 
 def _prose(
