@@ -44,7 +44,7 @@ from ..memory.search import MAX_HITS, SearchIndex, render_hits
 from ..memory.transcript import is_compaction_output
 from ..messages import Message
 from ..sessions.recall import SEARCH_DESCRIPTION, SEARCH_PARAMETERS
-from .recall_tools import _converted
+from .recall_tools import _converted, _MessagesTool, _openai_history
 
 __all__ = [
     "SEARCH",
@@ -295,49 +295,6 @@ class AgentsContextTools:
 
 
 # -- LiteLLM and any chat-completions loop -----------------------------------------------------
-
-
-class _MessagesTool:
-    name: str = ""
-    description: str = ""
-    parameters: Mapping[str, Any] = {}
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        """The OpenAI chat-completions ``tools`` entry."""
-        parameters = json.loads(json.dumps(self.parameters))
-        return {
-            "type": "function",
-            "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": parameters,
-            },
-        }
-
-    def answer(self, arguments: Any, messages: Sequence[Any]) -> str:
-        raise NotImplementedError
-
-    def handle(self, tool_call: Any, messages: Sequence[Any]) -> dict[str, Any]:
-        """The ``{"role": "tool", ...}`` message answering ``tool_call`` (an SDK object or a
-        dict with ``id`` and ``function.arguments``) over the caller's whole ``messages``."""
-        if isinstance(tool_call, Mapping):
-            call_id, function = tool_call.get("id"), tool_call.get("function") or {}
-            arguments = function.get("arguments") if isinstance(function, Mapping) else None
-        else:
-            call_id = getattr(tool_call, "id", None)
-            arguments = getattr(getattr(tool_call, "function", None), "arguments", None)
-        return {
-            "role": "tool",
-            "tool_call_id": call_id,
-            "content": self.answer(arguments, messages),
-        }
-
-
-def _openai_history(messages: Sequence[Any]) -> list[Message]:
-    from ..adapters.openai import from_openai
-
-    return _converted(from_openai, list(messages))
 
 
 class MessagesSearch(_MessagesTool):

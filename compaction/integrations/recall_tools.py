@@ -254,35 +254,34 @@ class AgentsRecall:
 # -- LiteLLM and any chat-completions loop -----------------------------------------------------
 
 
-class MessagesRecall:
-    """``recall`` for a loop that keeps its own OpenAI-format ``messages`` list (LiteLLM).
+class _MessagesTool:
+    """A tool answered over the caller's own OpenAI-format ``messages``: a subclass names it
+    (``name``, ``description``, ``parameters``) and answers ``answer``; the spec and the tool
+    message are the same for every such tool."""
 
-    ``spec`` goes into the request's ``tools``; when the model calls it,
-    ``handle(tool_call, messages)`` answers the tool message to append, from the full list
-    the caller keeps (the hook compacts only what is sent, so that list is whole).
-    """
-
-    name: Final = NAME
+    name: str = ""
+    description: str = ""
+    parameters: Mapping[str, Any] = {}
 
     @property
     def spec(self) -> dict[str, Any]:
         """The OpenAI chat-completions ``tools`` entry."""
-        parameters = json.loads(json.dumps(PARAMETERS))
+        parameters = json.loads(json.dumps(self.parameters))
         return {
             "type": "function",
-            "function": {"name": NAME, "description": DESCRIPTION, "parameters": parameters},
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters,
+            },
         }
 
     def answer(self, arguments: Any, messages: Sequence[Any]) -> str:
-        """The result text for a call's ``arguments`` (JSON text or mapping) over ``messages``."""
-        from ..adapters.openai import from_openai
-
-        ref = _arguments_id(arguments)
-        return recall_answer(ref, _converted(from_openai, list(messages)))
+        raise NotImplementedError
 
     def handle(self, tool_call: Any, messages: Sequence[Any]) -> dict[str, Any]:
         """The ``{"role": "tool", ...}`` message answering ``tool_call`` (an SDK object or a
-        dict with ``id`` and ``function.arguments``)."""
+        dict with ``id`` and ``function.arguments``) over the caller's whole ``messages``."""
         if isinstance(tool_call, Mapping):
             call_id, function = tool_call.get("id"), tool_call.get("function") or {}
             arguments = function.get("arguments") if isinstance(function, Mapping) else None
@@ -294,3 +293,26 @@ class MessagesRecall:
             "tool_call_id": call_id,
             "content": self.answer(arguments, messages),
         }
+
+
+def _openai_history(messages: Sequence[Any]) -> list[Message]:
+    from ..adapters.openai import from_openai
+
+    return _converted(from_openai, list(messages))
+
+
+class MessagesRecall(_MessagesTool):
+    """``recall`` for a loop that keeps its own OpenAI-format ``messages`` list (LiteLLM).
+
+    ``spec`` goes into the request's ``tools``; when the model calls it,
+    ``handle(tool_call, messages)`` answers the tool message to append, from the full list
+    the caller keeps (the hook compacts only what is sent, so that list is whole).
+    """
+
+    name = NAME
+    description = DESCRIPTION
+    parameters = PARAMETERS
+
+    def answer(self, arguments: Any, messages: Sequence[Any]) -> str:
+        """The result text for a call's ``arguments`` (JSON text or mapping) over ``messages``."""
+        return recall_answer(_arguments_id(arguments), _openai_history(messages))
