@@ -26,6 +26,7 @@ __all__ = [
     "as_text",
     "count",
     "iso_time",
+    "record_source",
     "records",
     "result_text",
     "text_id",
@@ -111,6 +112,17 @@ def iso_time(value: Any) -> str | None:
         return datetime.fromtimestamp(seconds, timezone.utc).isoformat()
     except (OverflowError, OSError, ValueError):
         return None
+
+
+def record_source(record: Mapping[str, Any], id_key: str, **more: Any) -> dict[str, Any]:
+    """Where a message came from, for its ``meta``: the record's id under ``id_key``, its
+    timestamp as ISO text when it has a readable one, and ``more`` without its ``None``s."""
+    out: dict[str, Any] = {id_key: text_id(record.get("id"))}
+    stamp = iso_time(record.get("timestamp"))
+    if stamp is not None:
+        out["timestamp"] = stamp
+    out.update({k: v for k, v in more.items() if v is not None})
+    return out
 
 
 def done(

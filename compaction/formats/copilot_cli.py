@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message, ToolCall
-from ._agent_log import args_text, done, head, iso_time, result_text, text_id
+from ._agent_log import args_text, done, head, record_source, result_text, text_id
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
@@ -79,12 +79,7 @@ class _Turn:
 
 
 def _source(record: Mapping[str, Any], **more: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"event": text_id(record.get("id"))}
-    stamp = iso_time(record.get("timestamp"))
-    if stamp is not None:
-        out["timestamp"] = stamp
-    out.update({k: v for k, v in more.items() if v is not None})
-    return out
+    return record_source(record, "event", **more)
 
 
 def _result(data: Mapping[str, Any]) -> str:

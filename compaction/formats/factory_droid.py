@@ -26,7 +26,16 @@ from ..adapters import AdapterError
 from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
 from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message, ToolCall
-from ._agent_log import args_text, as_text, done, head, iso_time, records, result_text, text_id
+from ._agent_log import (
+    args_text,
+    as_text,
+    done,
+    head,
+    record_source,
+    records,
+    result_text,
+    text_id,
+)
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
@@ -71,12 +80,7 @@ def sniff_factory_droid(doc: Document, path: str | Path = "") -> bool:
 
 
 def _source(record: Mapping[str, Any], **more: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": text_id(record.get("id"))}
-    stamp = iso_time(record.get("timestamp"))
-    if stamp is not None:
-        out["timestamp"] = stamp
-    out.update({k: v for k, v in more.items() if v is not None})
-    return out
+    return record_source(record, "id", **more)
 
 
 def _user(record: Mapping[str, Any], text: str) -> list[Message]:
