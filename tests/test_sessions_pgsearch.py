@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -20,9 +21,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from compaction.messages import Message, ToolCall
 from compaction.sessions import SessionStore
+from compaction.sessions.history import Entry, History
 
 
 def _fill(session: Any, marker: str, n: int = 6) -> None:
@@ -289,3 +293,73 @@ def test_the_file_index_is_owner_only(tmp_path: Path) -> None:
     index.unlink()  # made again, owner-only again
     assert SessionStore(tmp_path).open("private").search("eta1", include_view=True)
     assert index.stat().st_mode & 0o077 == 0
+
+
+def test_indexing_after_each_batch_keeps_to_its_generation_and_to_other_writers(
+    store_url: str,
+) -> None:
+    """Indexing after every batch (what a long-horizon agent does after each compaction):
+    a store that indexed before remembers how far, yet never writes an older generation's
+    messages into a re-created session's index, and rows another writer indexed first are
+    neither lost nor doubled."""
+    from compaction.sessions.searching import update_index
+
+    mine = SessionStore.from_url(store_url).open("shared")
+    other_store = SessionStore.from_url(store_url)
+    for i in range(4):
+        mine.add([Message("user", f"batch{i} words"), Message("assistant", "seen")])
+        update_index(mine)
+    theirs = other_store.open("shared")
+    theirs.add([Message("user", "batch4 words from the other writer")])
+    assert [h.seq for h in theirs.search("batch4", include_view=True)] == [8]  # indexed there
+    mine.add([Message("user", "batch5 words")])
+    update_index(mine)  # what the other writer indexed is skipped, the rest indexed
+    for i in (0, 3, 4, 5):
+        hits = mine.search(f"batch{i}", limit=5, include_view=True)
+        holding = [m.id for m in mine.messages if f"batch{i} " in m.content]
+        assert hits and hits[0].ref in holding, (i, hits)
+    if not store_url.startswith(("postgres", "postgresql")):
+        return
+    rows = _rows(store_url, "SELECT count(*), count(DISTINCT (seq, part)) FROM compaction_search")
+    assert rows[0][0] == rows[0][1] == 10
+
+    # A history read before the session was deleted and made again: its rows must not land
+    # in the new generation's index, however sure this store was of how far it had indexed.
+    stale = History()
+    stale.reset(mine._history.cursor, mine._history.first_seq, None, mine._history.epoch)
+    stale.extend(mine.entries)
+    stale.extend([Entry(stale.next_seq, stale.entries[-1].timestamp, Message("user", "late"))])
+    other_store.delete("shared")
+    fresh = other_store.open("shared")
+    fresh.add([Message("user", "only the new conversation")])
+    assert mine.backend.index("shared", stale) is False
+    assert fresh.search("batch0", include_view=True) == []
+    assert fresh.search("late", include_view=True) == []
+    assert [h.seq for h in fresh.search("new conversation", include_view=True)] == [0]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_ascii_text_is_indexed_as_the_general_reading_would(text: str) -> None:
+    """The byte-table reading of ASCII text finds the same words, in the same order, as the
+    regular expression every other text goes through (letters and digits; an underscore
+    and anything else parts them)."""
+    from compaction.sessions import pgsearch
+
+    assert pgsearch.indexed_words(text) == " ".join(re.findall(r"[^\W_]+", text))
+
+
+def test_words_joined_by_any_punctuation_are_found_alone_and_as_a_phrase(
+    session_store: SessionStore,
+) -> None:
+    session = session_store.open("punct")
+    session.add(
+        [
+            Message("user", "see /testbed/src/app.py:12 and foo_bar.Baz"),
+            Message("user", "the naïve—résumé parser · ● bullet"),
+            Message("assistant", "app src py noise"),
+        ]
+    )
+    assert [h.seq for h in session.search("src/app.py", include_view=True)][:1] == [0]
+    assert [h.seq for h in session.search("Baz", include_view=True)] == [0]
+    assert [h.seq for h in session.search("résumé", include_view=True)] == [1]
+    assert [h.seq for h in session.search("naïve résumé parser", include_view=True)][:1] == [1]

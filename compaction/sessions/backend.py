@@ -114,6 +114,13 @@ class Backend(abc.ABC):
         """
         return None
 
+    def index(self, name: str, history: History) -> bool | None:
+        """Bring the backend's own search index of session ``name`` up to date with
+        ``history`` (just read): True when done, False when ``history`` is no longer the
+        session's generation, None when the backend has no index of its own (the Session
+        then keeps a SQLite FTS5 one: see searching.py)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional: only backends holding connections
         """Release connections (a no-op for backends without any)."""
 

@@ -12,12 +12,17 @@ store's ``search_path``, as the rest of the store does (one schema, one store).
 The rows are written the way the file store's SQLite index is: brought up to date with the
 history at each search (the messages added since the last one), so an append pays nothing
 and a database written by an older release (or imported) is indexed at its first search.
-The text indexed is the words of the message (its content and tool calls), with every run of
-punctuation set off by ``\\x1f``: PostgreSQL's parser would read ``/testbed/src/app.py`` or
-``foo.bar.Baz`` as one token, so a search for ``src/app.py`` or ``bar`` would miss it;
-set off, each word is its own lexeme, as in SQLite's ``unicode61``. Only the ``tsvector`` is
-stored (the history holds the text): ``ts_headline`` cuts the snippets of the hits from the
-same text, and ``\\x1f`` is removed from them again, so they show the text as it was.
+The text indexed is the words of the message (its content and tool calls), every run of
+letters and digits joined by one space and nothing else: PostgreSQL's parser would read
+``/testbed/src/app.py`` or ``foo.bar.Baz`` as one token, so a search for ``src/app.py`` or
+``bar`` would miss it; as bare words, each is its own lexeme, as in SQLite's ``unicode61``,
+and the parser (the costly part of indexing) reads nothing but words and single spaces.
+Positions then count only words a query can name (the parser would also count a
+symbol such as ``●`` as a word), so a phrase matches across punctuation. Only the
+``tsvector`` is stored (the history holds the text): ``ts_headline`` cuts the snippets of the
+hits from the same part of the text with each run of punctuation set off by ``\\x1f``, so it
+reads the same words, and ``\\x1f`` is removed from the snippets again, so they show the
+text as it was.
 
 The ``simple`` configuration (no stemming, no stop words, any language) matches the file
 store's tokenizer. Ranking is the file store's: the query's words as one phrase first
@@ -41,7 +46,16 @@ from ..memory.search import MAX_HITS, MAX_QUERY_CHARS, SearchHit, searchable_tex
 from ..memory.transcript import message_ref
 from .history import Entry, History
 
-__all__ = ["PART_CHARS", "SCHEMA", "TABLE", "indexed_text", "parts", "search"]
+__all__ = [
+    "PART_CHARS",
+    "SCHEMA",
+    "TABLE",
+    "index_since",
+    "indexed_text",
+    "indexed_words",
+    "parts",
+    "search",
+]
 
 TABLE: Final = "compaction_search"
 #: The text-search configuration: no stemming, no stop words (as SQLite's unicode61).
@@ -62,6 +76,12 @@ SCHEMA: Final = (
 )
 
 _WORD: Final = re.compile(r"\w+")
+# Letters and digits: the parser splits at an underscore too.
+_ALNUM: Final = re.compile(r"[^\W_]+")
+# The same for ASCII bytes: a letter or digit stays, anything else becomes a space.
+_ASCII_WORDS: Final = bytes(
+    b if chr(b).isascii() and chr(b).isalnum() else 0x20 for b in range(256)
+)
 _UNSTORABLE: Final = re.compile("[\x00\x1f\ud800-\udfff]")
 _MARK: Final = "\x1f"
 # Captured, so that split() keeps the runs between the words.
@@ -74,13 +94,26 @@ _HEADLINE: Final = (
 )
 
 
+def _storable(text: str) -> str:
+    """NUL, ``\\x1f`` and lone surrogates (which PostgreSQL text cannot hold, or which we
+    use) made spaces."""
+    return _UNSTORABLE.sub(" ", text) if _UNSTORABLE.search(text) is not None else text
+
+
 def indexed_text(text: str) -> str:
-    """``text`` as indexed: NUL, ``\\x1f`` and lone surrogates (which PostgreSQL text cannot
-    hold, or which we use) made spaces, and each run of punctuation set off by ``\\x1f``
-    (split and joined: one pass in C, not a replacement per match)."""
-    if _UNSTORABLE.search(text) is not None:
-        text = _UNSTORABLE.sub(" ", text)
-    return _MARK.join(_PUNCTUATION.split(text))
+    """A part of a message as its snippets are cut: each run of punctuation set off by
+    ``\\x1f`` (split and joined: one pass in C, not a replacement per match)."""
+    return _MARK.join(_PUNCTUATION.split(_storable(text)))
+
+
+def indexed_words(text: str) -> str:
+    """A part of a message as it is indexed: its runs of letters and digits, one space apart.
+
+    ASCII text (most tool output) goes through a byte table, in C, at several times the speed
+    of the regular expression the rest needs (Unicode letters and digits)."""
+    if text.isascii():
+        return " ".join(text.encode("ascii").translate(_ASCII_WORDS).decode("ascii").split())
+    return " ".join(_ALNUM.findall(_storable(text)))
 
 
 def parts(text: str, size: int = PART_CHARS) -> list[str]:
@@ -100,26 +133,93 @@ def parts(text: str, size: int = PART_CHARS) -> list[str]:
 
 def _rows(name: str, entries: Iterable[Entry]) -> list[tuple[Any, ...]]:
     return [
-        (name, e.seq, k, piece)
+        (name, e.seq, k, indexed_words(piece))
         for e in entries
-        for k, piece in enumerate(parts(indexed_text(searchable_text(e.message))))
+        for k, piece in enumerate(parts(_storable(searchable_text(e.message))))
     ]
+
+
+def _values(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
+    """A ``VALUES`` list for ``rows`` and its parameters (the text made a ``tsvector`` by the
+    server; the text itself is not kept: the history holds it, and snippets are cut from it
+    for the hits alone)."""
+    values = ", ".join(["(%s, %s::bigint, %s::integer, %s)"] * len(rows))
+    return values, [v for row in rows for v in row]
 
 
 def _insert(conn: psycopg.Connection[Any], rows: Sequence[tuple[Any, ...]]) -> None:
     # Many rows per statement, never executemany (which prepares): see pgrows.insert_messages.
-    # Each text is sent once and made a tsvector by the server; the text itself is not kept
-    # (the history holds it: snippets are cut from it for the hits alone).
     for start in range(0, len(rows), _ROWS_PER_INSERT):
-        chunk = rows[start : start + _ROWS_PER_INSERT]
-        values = ", ".join(["(%s, %s::bigint, %s::integer, %s)"] * len(chunk))
+        values, params = _values(rows[start : start + _ROWS_PER_INSERT])
         conn.execute(
             f"INSERT INTO {TABLE} (session, seq, part, words)"
             f" SELECT v.s, v.q, v.p, to_tsvector('{CONFIG}', v.b)"
             f" FROM (VALUES {values}) AS v (s, q, p, b) ON CONFLICT DO NOTHING",
-            [v for row in chunk for v in row],
+            params,
             prepare=False,
         )
+
+
+def index_since(
+    conn: psycopg.Connection[Any], name: str, history: History, done: int | None
+) -> int | None:
+    """Index the messages of ``history`` after ``seq`` ``done`` (the newest this process
+    indexed, None when it does not know) and answer the newest ``seq`` indexed now, or None
+    when the session is no longer ``history``'s generation.
+
+    When ``done`` is known and the rows fit one statement, that statement is the whole call:
+    it share-locks the session's row only if it is still ``history``'s generation (so a clear
+    or re-create waits, and a newer generation gets nothing), inserts, and commits without
+    waiting for the disk (the index is derived from the history). An index another process
+    brought further is no harm: its rows are skipped (``ON CONFLICT DO NOTHING``). Otherwise,
+    one transaction that first reads how far the index goes (see ``search``)."""
+    start = max(history.first_seq, done + 1) if done is not None else None
+    if start is not None and history.epoch is not None:
+        rows = _rows(name, history.entries[start - history.first_seq :])
+        if not rows:
+            return done
+        if len(rows) <= _ROWS_PER_INSERT:
+            values, params = _values(rows)
+            inserted = conn.execute(
+                f"WITH g AS (SELECT set_config('synchronous_commit', 'off', true)"
+                f" FROM compaction_sessions WHERE name = %s AND epoch::text = %s FOR SHARE)"
+                f" INSERT INTO {TABLE} (session, seq, part, words)"
+                f" SELECT v.s, v.q, v.p, to_tsvector('{CONFIG}', v.b)"
+                f" FROM (VALUES {values}) AS v (s, q, p, b), g ON CONFLICT DO NOTHING"
+                " RETURNING seq",
+                [name, history.epoch, *params],
+                prepare=False,
+            ).fetchall()
+            if inserted:
+                return int(rows[-1][1])
+            # Nothing inserted: another generation, or rows another process indexed first;
+            # the transaction below tells which.
+    with conn.transaction():
+        if not _catch_up(conn, name, history):
+            return None
+    return history.next_seq - 1
+
+
+def _catch_up(conn: psycopg.Connection[Any], name: str, history: History) -> bool:
+    """In the caller's transaction: share-lock the session's row, and index what the index
+    lacks of ``history``; False when the session is no longer ``history``'s generation."""
+    # One statement: the session's generation (share-locked, so a clear or re-create waits
+    # for this transaction), how far its index goes, and no wait for the disk at commit (the
+    # index is derived from the history and brought up to date again from it;
+    # set_config(..., true) ends with the transaction, so nothing is left on a pooled
+    # connection).
+    row = conn.execute(
+        f"SELECT s.epoch, (SELECT max(seq) FROM {TABLE} WHERE session = s.name),"
+        " set_config('synchronous_commit', 'off', true)"
+        " FROM compaction_sessions s WHERE s.name = %s FOR SHARE OF s",
+        (name,),
+        prepare=False,
+    ).fetchone()
+    if row is None or str(row[0]) != history.epoch:
+        return False
+    start = history.first_seq if row[1] is None else row[1] + 1
+    _insert(conn, _rows(name, history.entries[max(0, start - history.first_seq) :]))
+    return True
 
 
 def _queries(query: str) -> tuple[str, str] | None:
@@ -171,24 +271,8 @@ def search(
     ``history`` holds (it was cleared or re-created since it was read)."""
     forms = _queries(query) if isinstance(query, str) else None
     with conn.transaction():
-        # One statement: the session's generation (share-locked, so a clear or re-create
-        # waits for this transaction), how far its index goes, and no wait for the disk at
-        # commit (the index is derived from the history and brought up to date again from
-        # it; set_config(..., true) ends with the transaction, so nothing is left on a
-        # pooled connection).
-        row = conn.execute(
-            f"SELECT s.epoch, (SELECT max(seq) FROM {TABLE} WHERE session = s.name),"
-            " set_config('synchronous_commit', 'off', true)"
-            " FROM compaction_sessions s WHERE s.name = %s FOR SHARE OF s",
-            (name,),
-            prepare=False,
-        ).fetchone()
-        if row is None or str(row[0]) != history.epoch:
+        if not _catch_up(conn, name, history):
             return []
-        done = row[1:2]
-        start = history.first_seq if done[0] is None else done[0] + 1
-        entries = history.entries
-        _insert(conn, _rows(name, entries[max(0, start - history.first_seq) :]))
         if forms is None:
             return []
         found = conn.execute(
@@ -203,13 +287,13 @@ def search(
             prepare=False,
         ).fetchall()
         kept = []
+        entries = history.entries
         for seq, part, score in found:
             index = seq - history.first_seq
             if 0 <= index < len(entries):  # else indexed by a newer reader: not read here yet
-                pieces = parts(indexed_text(searchable_text(entries[index].message)))
-                kept.append(
-                    (entries[index].message, seq, pieces[min(part, len(pieces) - 1)], score)
-                )
+                pieces = parts(_storable(searchable_text(entries[index].message)))
+                doc = indexed_text(pieces[min(part, len(pieces) - 1)])
+                kept.append((entries[index].message, seq, doc, score))
         if not kept:
             return []
         snippets = conn.execute(

@@ -92,7 +92,7 @@ def update_index(session: Session) -> None:
     search (after a compaction, say, off the turn's path); a search does the same first."""
     with session._mutex:
         history = session._refresh()
-        if session.backend.search(session.name, history, "", 1, set()) is not None:
+        if session.backend.index(session.name, history) is not None:
             return
         index = _index(session, history)
         messages = [e.message for e in history.entries]
