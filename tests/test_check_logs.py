@@ -385,7 +385,12 @@ def test_the_facts_of_a_new_format_come_from_what_it_read(tmp_path: Path) -> Non
             json.dumps({"sessionId": "s", "messages": [{"type": "user", "content": "/help"}]}),
             "no message a person typed",
         ),
-        ("a.traj.json", json.dumps([{"role": "system", "content": "x"}]), "no user message"),
+        (
+            "a.traj.json",
+            json.dumps([{"role": "system", "content": "x"}, {"role": "exit"}]),
+            "no user message",
+        ),
+        ("chat.json", json.dumps([{"role": "user", "content": "hi"}]), "not an agent log"),
     ],
 )
 def test_a_log_of_the_wrong_shape_is_refused_with_its_reason(

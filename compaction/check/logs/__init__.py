@@ -51,7 +51,7 @@ from ._claude import read_claude, read_cursor, read_droid
 from ._codex import CODEX_TYPES, read_codex
 from ._events import is_copilot_record, openhands_events, read_copilot, read_openhands
 from ._gemini import is_gemini_record, read_gemini, replay_gemini
-from ._swe import read_mini, read_swe
+from ._swe import is_mini_message, read_mini, read_swe
 
 __all__ = ["FORMATS", "Action", "Log", "UnreadableLog", "read_log"]
 
@@ -121,6 +121,8 @@ def _document(data: Any) -> Log:
         if any("action" in e or "observation" in e for e in head):
             return read_openhands([events])
         if any("role" in e for e in head):
+            if not any(map(is_mini_message, events)):
+                raise Refused("a list of chat messages with no agent action: not an agent log")
             return read_mini(data)
     raise Refused(_UNKNOWN)
 

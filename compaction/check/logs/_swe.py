@@ -7,10 +7,22 @@ from typing import Any, Final
 from ..edits import shell_edits
 from ._base import Action, Log, Refused, fenced, json_object, text
 
-__all__ = ["read_mini", "read_swe"]
+__all__ = ["is_mini_message", "read_mini", "read_swe"]
 
 #: mini-swe-agent's action fences: ``bash`` (1.x) and ``mswea_bash_command`` (2.x).
 _FENCES: Final = ("bash", "mswea_bash_command")
+
+
+def is_mini_message(message: dict[str, Any]) -> bool:
+    """A message only a mini-swe-agent run has: its closing ``exit``, or an assistant
+    message that ran something (a tool call, a fenced action)."""
+    if message.get("role") == "exit":
+        return True
+    if message.get("role") != "assistant":
+        return False
+    return bool(message.get("tool_calls")) or any(
+        f"```{tag}" in text(message.get("content")) for tag in _FENCES
+    )
 
 
 def _mini_task(content: str) -> str:
