@@ -13,7 +13,7 @@ from ._base import Action, Log, Refused, after_marker, json_object, path_arg, te
 __all__ = ["is_copilot_record", "openhands_events", "read_copilot", "read_openhands"]
 
 _COPILOT_SHELLS: Final = frozenset({"bash", "shell", "powershell"})
-_COPILOT_EDITORS: Final = frozenset({"create", "edit", "write", "str_replace", "insert"})
+_COPILOT_EDITORS: Final = frozenset({"create", "edit"})
 _EDITOR_COMMANDS: Final = frozenset({"create", "str_replace", "insert", "undo_edit", "write"})
 
 

@@ -14,7 +14,7 @@ from ._base import Action, Log, Refused, json_object, path_arg, text
 __all__ = ["is_gemini_record", "read_gemini", "replay_gemini"]
 
 _SHELLS: Final = frozenset({"run_shell_command", "shell"})
-_EDITORS: Final = frozenset({"write_file", "replace", "edit", "smart_edit", "write_todos_file"})
+_EDITORS: Final = frozenset({"write_file", "replace"})
 #: User text the CLI wrote itself: its "continue" nudge, session and hook context, and the
 #: prompt of its ``/init`` command (sent in the user role, written by the CLI).
 _SYNTHETIC: Final = ("Please continue.", "System: Please continue.")
@@ -70,7 +70,8 @@ def replay_gemini(lines: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
                 for message in update["messages"]:
                     put(message)
         elif "sessionId" in record and not isinstance(record.get("type"), str):
-            for message in record.get("messages") or ():
+            messages = record.get("messages")
+            for message in messages if isinstance(messages, list) else ():
                 put(message)
         else:
             put(record)
