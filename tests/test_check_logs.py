@@ -442,3 +442,69 @@ def test_an_unclosed_fence_is_no_action_and_many_of_them_are_read_in_one_pass(
         json.dumps([{"role": "user", "content": "t"}, {"role": "assistant", "content": content}])
     )
     assert read_log(path).actions == ()
+
+
+def test_cline_reads_the_task_xml_and_native_calls_and_text_results(tmp_path: Path) -> None:
+    def user(*texts: str) -> dict[str, Any]:
+        return {"role": "user", "content": [{"type": "text", "text": t} for t in texts]}
+
+    def says(text: str) -> dict[str, Any]:
+        return {"role": "assistant", "content": [{"type": "text", "text": text}]}
+
+    env = "<environment_details>\n# VSCode Visible Files\nsrc/x.cs\n</environment_details>"
+    history = [
+        user("<task>\nFix the build in src/x.cs\n</task>", env),
+        says("<execute_command>\n<command>dotnet build</command>\n</execute_command>"),
+        user("[execute_command for 'dotnet build'] Result:", "error CS1002", env),
+        says("<write_to_file>\n<path>src/x.cs</path>\n<content>x</content>\n</write_to_file>"),
+        user("[write_to_file for 'src/x.cs'] Result:", "The user denied this operation.", env),
+        {
+            "role": "assistant",
+            "content": [
+                {
+                    "type": "tool_use",
+                    "id": "t",
+                    "name": "replace_in_file",
+                    "input": {"path": "src/y.cs"},
+                }
+            ],
+        },
+        user("[replace_in_file for 'src/y.cs'] Result:\nok", env),
+    ]
+    path = tmp_path / "api_conversation_history.json"
+    path.write_text(json.dumps(history))
+    assert _read(path) == (
+        "cline",
+        "Fix the build in src/x.cs",
+        [("dotnet build", ()), (None, ()), (None, ("src/y.cs",))],
+        [
+            "[execute_command for 'dotnet build'] Result:\nerror CS1002",
+            "[write_to_file for 'src/x.cs'] Result:\nThe user denied this operation.",
+            "[replace_in_file for 'src/y.cs'] Result:\nok",
+        ],
+    )
+
+
+def test_claude_code_web_export(tmp_path: Path) -> None:
+    lines = [
+        {"type": "user", "message": {"role": "user", "content": "fix a.py"}},
+        {
+            "type": "assistant",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "1", "name": "Bash", "input": {"command": "pytest"}}
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "message": {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "1", "content": "ok"}],
+            },
+        },
+    ]
+    path = tmp_path / "export.json"
+    path.write_text(json.dumps({"loglines": lines}))
+    assert _read(path) == ("claude-code", "fix a.py", [("pytest", ())], ["ok"])

@@ -11,7 +11,8 @@ the environment's outputs in order. The shape is told from the records themselve
   every later ``user`` or ``tool`` message is an output.
 - **SWE-agent** (``{"trajectory", "history"}``): the first user message of ``history`` that
   is not a demonstration; a step's ``action`` and ``observation``.
-- **Claude Code** (``type`` ``user``/``assistant`` records): the first text a person typed;
+- **Claude Code** (``type`` ``user``/``assistant`` records, or the web export's
+  ``loglines``): the first text a person typed;
   ``tool_use`` blocks (``Bash``, ``Edit``/``Write``/…), ``tool_result`` blocks.
 - **Codex** (``{"type", "payload"}`` records): the first user message Codex did not write
   (no ``<environment_context>``), after ``## My request for Codex:``; ``shell`` calls,
@@ -26,6 +27,9 @@ the environment's outputs in order. The shape is told from the records themselve
 - **OpenHands** (event lists, ``output.jsonl`` records with ``history``): the user's first
   ``message`` (the problem statement in the resolver's template); ``run``, ``edit``,
   agentskills edits; the observations.
+- **Cline / Roo Code** (``api_conversation_history.json``: Anthropic messages): inside the
+  first ``<task>``; ``tool_use`` blocks or the older XML calls (``execute_command``,
+  ``write_to_file``/``replace_in_file``); the text after each ``[tool] Result:`` header.
 - **Cursor** (``{"role", "message": {"content"}}``): the first user line inside
   ``<user_query>``; ``Shell``, ``Write``/``StrReplace``/…; ``tool_result`` blocks.
 - **Factory Droid** (``stream-json`` events or the session store): the first user text
@@ -47,7 +51,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ._base import Action, Log, Refused, UnreadableLog, records
-from ._claude import read_claude, read_cursor, read_droid
+from ._claude import is_cline, read_claude, read_cline, read_cursor, read_droid
 from ._codex import CODEX_TYPES, read_codex
 from ._events import is_copilot_record, openhands_events, read_copilot, read_openhands
 from ._gemini import is_gemini_record, read_gemini, replay_gemini
@@ -60,6 +64,7 @@ FORMATS: Final = (
     "mini-swe-agent",
     "swe-agent",
     "claude-code",
+    "cline",
     "codex",
     "gemini-cli",
     "copilot-cli",
@@ -68,7 +73,7 @@ FORMATS: Final = (
     "factory-droid",
 )
 _UNKNOWN: Final = "not a log of a format this reader knows (" + ", ".join(FORMATS) + ")"
-_DROID_TYPES: Final = frozenset({"message", "tool_call", "tool_result", "completion", "system"})
+_DROID_TYPES: Final = frozenset({"message", "tool_call", "tool_result", "completion"})
 
 
 def read_log(path: Path) -> Log:
@@ -111,6 +116,8 @@ def _document(data: Any) -> Log:
             if events and not any("role" in e for e in events[:3]):
                 return read_openhands([events])
             return read_swe(data)
+        if isinstance(data.get("loglines"), list):  # Claude Code's web export
+            return read_claude([r for r in data["loglines"] if isinstance(r, dict)])
         if isinstance(data.get("messages"), list):
             if "sessionId" in data or "projectHash" in data:
                 return read_gemini(replay_gemini([data]))
@@ -121,6 +128,8 @@ def _document(data: Any) -> Log:
         if any("action" in e or "observation" in e for e in head):
             return read_openhands([events])
         if any("role" in e for e in head):
+            if is_cline(events):
+                return read_cline(events)
             if not any(map(is_mini_message, events)):
                 raise Refused("a list of chat messages with no agent action: not an agent log")
             return read_mini(data)

@@ -4,13 +4,14 @@ Factory Droid (``stream-json`` events and its session store)."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from ..edits import shell_edits
 from ._base import Action, Log, Refused, after_marker, patch_files, path_arg, text
 
-__all__ = ["read_claude", "read_cursor", "read_droid"]
+__all__ = ["is_cline", "read_claude", "read_cline", "read_cursor", "read_droid"]
 
 _WRAPPERS: Final = (
     "<command-",
@@ -216,3 +217,115 @@ def read_droid(lines: Iterable[dict[str, Any]]) -> Log:
             key = str(record.get("toolCallId") or record.get("id"))
             run.result(key, _droid_value(record.get("value")), record.get("isError") is True)
     return run.log("factory-droid", task)
+
+
+#: ``[read_file for 'x.cs'] Result:``: the header Cline and Roo write before a tool's output,
+#: in a user text block (they return results as text, not ``tool_result`` blocks).
+_CLINE_HEADER: Final = re.compile(r"\A\[([A-Za-z_][\w.:-]{0,80})(?: for [^\n]*?)?\] Result:")
+_CLINE_HARNESS: Final = (
+    "<environment_details>",
+    "[ERROR]",
+    "[TASK RESUMPTION]",
+    "[Response interrupted",
+)
+_CLINE_SHELLS: Final = frozenset({"execute_command"})
+_CLINE_EDITORS: Final = frozenset(
+    {"write_to_file", "replace_in_file", "apply_diff", "insert_content", "search_and_replace"}
+)
+_DENIED: Final = "The user denied this operation"
+
+
+def is_cline(messages: list[Any]) -> bool:
+    """A list of Anthropic-shaped messages that only Cline or Roo writes: a user text block
+    that opens with ``<task>`` or a ``[tool] Result:`` header."""
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                words = block.get("text") if isinstance(block, dict) else None
+                if isinstance(words, str) and (
+                    words.startswith("<task>") or _CLINE_HEADER.match(words)
+                ):
+                    return True
+    return False
+
+
+def _xml_value(body: str, tag: str) -> str | None:
+    return after_marker(body, f"<{tag}>", f"</{tag}>")
+
+
+def _cline_xml(words: str) -> list[tuple[str, Action]]:
+    """Calls an older Cline wrote as XML in its text: ``<execute_command><command>…``,
+    ``<write_to_file><path>…`` (one pass of ``find`` per tool)."""
+    found: list[tuple[int, str, Action]] = []
+    for name in (*_CLINE_SHELLS, *_CLINE_EDITORS):
+        at = words.find(f"<{name}>")
+        if at < 0:
+            continue
+        body = words[at : words.find(f"</{name}>", at) if f"</{name}>" in words else len(words)]
+        if name in _CLINE_SHELLS and (command := _xml_value(body, "command")) is not None:
+            found.append((at, name, Action(command, shell_edits(command))))
+        elif name in _CLINE_EDITORS and (path := _xml_value(body, "path")):
+            found.append((at, name, Action(None, (path,))))
+    return [(name, action) for _, name, action in sorted(found, key=lambda f: f[0])]
+
+
+def read_cline(messages: list[Any]) -> Log:
+    """Cline and Roo Code (``api_conversation_history.json``): the task is inside the first
+    user message's ``<task>``; actions are ``tool_use`` blocks, or the XML calls of older
+    histories (``execute_command`` gives a command, ``write_to_file``/``replace_in_file``/
+    ``apply_diff`` a file); outputs are the text after each ``[tool] Result:`` header (and
+    real ``tool_result`` blocks). A call the person denied edited nothing."""
+    task: str | None = None
+    actions: list[Action] = []
+    outputs: list[str] = []
+    waiting: list[tuple[str, Action]] = []  # the last assistant message's calls, unanswered
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        if message.get("role") == "assistant":
+            actions += [a for _, a in waiting]
+            waiting = []
+            for block in blocks:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use" and isinstance(block.get("input"), dict):
+                    name, args = block.get("name"), block["input"]
+                    action = _tool_action(name, args, _CLINE_SHELLS, _CLINE_EDITORS)
+                    if action is not None:
+                        waiting.append((str(name), action))
+                elif isinstance(block.get("text"), str):
+                    waiting += _cline_xml(block["text"])
+        elif message.get("role") == "user":
+            current: list[str] | None = None
+            for block in blocks:
+                if not isinstance(block, dict):
+                    continue
+                words = block.get("text") if isinstance(block.get("text"), str) else None
+                if block.get("type") in ("tool_result", "tool-result"):
+                    outputs.append(text(block.get("content")))
+                elif words is None:
+                    continue
+                elif (header := _CLINE_HEADER.match(words)) is not None:
+                    current = [words]
+                    outputs.append(words)
+                    if _DENIED in words:
+                        named = header.group(1)
+                        waiting = [(n, Action(a.command) if n == named else a) for n, a in waiting]
+                elif words.lstrip().startswith(_CLINE_HARNESS):
+                    current = None
+                elif current is not None:
+                    outputs[-1] += "\n" + words
+                    if _DENIED in words:
+                        waiting = [(n, Action(a.command)) for n, a in waiting]
+                elif task is None:
+                    inner = after_marker(words, "<task>", "</task>")
+                    task = (inner if inner is not None else words.strip()) or None
+    actions += [a for _, a in waiting]
+    if task is None:
+        raise Refused("no message a person typed")
+    return Log("cline", task, tuple(actions), tuple(outputs))
