@@ -191,7 +191,7 @@ def test_other_files_are_refused_by_name(tmp_path: Path) -> None:
     # Valid JSON of an unexpected shape is refused by name too, never a crash.
     odd = tmp_path / "odd.traj.json"
     odd.write_text(json.dumps({"messages": ["not", "a", "dict"]}), encoding="utf-8")
-    with pytest.raises(UnreadableLog, match=r"odd\.traj\.json: AttributeError"):
+    with pytest.raises(UnreadableLog, match=r"odd\.traj\.json: no user message"):
         read_log(odd)
 
 

@@ -110,7 +110,9 @@ class _Reader:
                     calls.append(call)
                     self.names[call.id] = call.name
         text = "\n".join(t for t in texts if t)
-        record = {"items": [raw for _, raw, _ in self.items], "text": text, "calls": tuple(calls)}
+        # The calls as JSON (id, name, arguments), so a session can store the message.
+        keys = [[c.id, c.name, c.arguments] for c in calls]
+        record = {"items": [raw for _, raw, _ in self.items], "text": text, "calls": keys}
         self.out.append(Message("assistant", text, tool_calls=calls, meta={META_KEY: record}))
         self.items = []
 
@@ -197,7 +199,8 @@ def _assistant(message: Message, record: Mapping[str, Any]) -> list[Any]:
     if (
         originals
         and message.content == record.get("text")
-        and tuple(record.get("calls", ())) == message.tool_calls
+        and list(record.get("calls", ()))
+        == [[c.id, c.name, c.arguments] for c in message.tool_calls]
     ):
         return list(originals)
     by_call: dict[str, Any] = {}
