@@ -82,6 +82,24 @@ def test_edit_tools_edit_and_str_replace_editor_view_reads():
     assert record["edited"] == ("/src/a.py", "/r/c.py") and record["files"] == ("/r/b.py",)
 
 
+def test_openhands_agentskills_run_as_python_edit_and_read_files():
+    """OpenHands edits files by running its agentskills helpers as IPython code: the file each
+    helper names first is an edit (or, for ``open_file``, a read), whatever else the code
+    holds; a search term is never taken for a file."""
+    code = (
+        'edit_file_by_replace(\n\'/workspace/src/App.css\',\nto_replace="""#root {""",\n'
+        "new_content='x')\ninsert_content_at_line(file_name = \"b.py\", line_number=3)\n"
+        "search_file('TODO', '/workspace/c.py')\nprint(open_file('/workspace/README.md'))"
+    )
+    dropped = [
+        assistant("", [ToolCall("a", "run_ipython", {"code": code})]),
+        tool("a", "[File updated]"),
+    ]
+    record = ledger_of(dropped).record()
+    assert record["edited"] == ("/workspace/src/App.css", "b.py")
+    assert "/workspace/README.md" in record["files"] and "TODO" not in record["files"]
+
+
 # -- exit codes, failing tests -------------------------------------------------------------------
 
 

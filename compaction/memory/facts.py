@@ -53,6 +53,17 @@ COMMAND_KEYS: Final = frozenset({"command", "cmd", "script"})
 EDIT_TOOLS: Final = frozenset(
     {"Write", "Edit", "MultiEdit", "NotebookEdit", "write", "create", "edit_file", "write_file"}
 )
+#: Argument keys holding Python an agent runs (OpenHands' ``run_ipython``), read for its file
+#: helpers' calls alone: the first argument of an agentskills function names its file.
+_CODE_KEYS: Final = frozenset({"code"})
+_SKILL_CALL: Final = re.compile(
+    r"\b(edit_file_by_replace|insert_content_at_line|append_file|create_file|open_file)"
+    r"\(\s*(?:(?:file_name|filename|path|file_path)\s*=\s*)?"
+    r"(?:'([^'\n]{1,300})'|\"([^\"\n]{1,300})\")"
+)
+_SKILL_EDITS: Final = frozenset(
+    {"edit_file_by_replace", "insert_content_at_line", "append_file", "create_file"}
+)
 #: ``str_replace_editor``'s sub-commands that change the file (``view`` only reads it).
 _EDITOR_EDITS: Final = frozenset({"create", "str_replace", "insert", "undo_edit", "write"})
 
@@ -231,6 +242,10 @@ def call_files(name: str, args: Mapping[str, Any]) -> tuple[list[str], list[str]
                 continue
             if key in _PATH_KEYS and "\n" not in item and len(item) < 300:
                 (edited if edits else read)[item] = None
+            elif key in _CODE_KEYS:
+                for match in _SKILL_CALL.finditer(item[:MAX_COMMAND_SCAN]):
+                    path = match[2] or match[3]
+                    (edited if match[1] in _SKILL_EDITS else read)[path] = None
             elif key in COMMAND_KEYS and name != "str_replace_editor":
                 got, changed, named = command_files(item[:MAX_COMMAND_SCAN], mentions=True)
                 read.update(dict.fromkeys(got))
