@@ -28,6 +28,7 @@ class Session(Protocol):
     backend: Backend
     _mutex: threading.RLock
     _search: SearchIndex | None
+    _history: History
 
     def _refresh(self) -> History: ...
 
@@ -89,11 +90,20 @@ def _index(session: Session, history: History) -> SearchIndex:
 
 def update_index(session: Session) -> None:
     """Bring ``session``'s index up to date with its history now, instead of at the next
-    search (after a compaction, say, off the turn's path); a search does the same first."""
+    search (after a compaction, say, off the turn's path).
+
+    A backend with an index of its own (PostgreSQL) indexes what this Session has read, its
+    own writes included, without reading the history again first: messages another writer
+    added since are indexed by the next search, which reads the history first, and a session
+    cleared or made again meanwhile gets nothing of the old one (the backend checks its
+    generation). The Session's own index reads the history first, as a search does."""
     with session._mutex:
-        history = session._refresh()
+        history = session._history
+        if history.cursor is None:  # never read: read it now
+            history = session._refresh()
         if session.backend.index(session.name, history) is not None:
             return
+        history = session._refresh()
         index = _index(session, history)
         messages = [e.message for e in history.entries]
         try:
