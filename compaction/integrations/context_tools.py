@@ -208,24 +208,29 @@ def langchain_new_context_tool() -> Any:
 # -- pydantic-ai -------------------------------------------------------------------------------
 
 
-def pydantic_ai_tools(*, search: bool, handoff: bool) -> list[Any]:
-    """pydantic-ai ``Tool``s for ``search`` and ``new_context``, reading ``RunContext.messages``."""
+def pydantic_ai_tools(
+    *, search: bool, handoff: bool, history: Callable[[Any], Sequence[Message]] | None = None
+) -> list[Any]:
+    """pydantic-ai ``Tool``s for ``search`` and ``new_context``, reading ``RunContext.messages``
+    (or ``history(ctx)``, for a drop-in that keeps what the run's messages lost)."""
     if not (search or handoff):
         return []
     from pydantic_ai import RunContext, Tool
 
     from .pydantic_ai_messages import from_pydantic_ai
 
-    def history(ctx: RunContext[Any]) -> list[Message]:
+    def run_messages(ctx: RunContext[Any]) -> Sequence[Message]:
         return _converted(from_pydantic_ai, list(ctx.messages))
+
+    read = run_messages if history is None else history
 
     def search_tool(ctx: RunContext[Any], query: str, limit: int = 5) -> str:
         """Search earlier messages by their words."""
-        return search_answer(query, history(ctx), limit)
+        return search_answer(query, read(ctx), limit)
 
     def new_context(ctx: RunContext[Any], note: str) -> str:
         """Start a fresh context window."""
-        return new_context_answer(history(ctx))
+        return new_context_answer(read(ctx))
 
     search_tool.__annotations__ = {"ctx": RunContext[Any], "query": str, "limit": int}
     search_tool.__annotations__["return"] = str
