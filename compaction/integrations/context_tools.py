@@ -25,6 +25,7 @@ Each factory imports its framework when called, never at import time.
 
 from __future__ import annotations
 
+import inspect
 import json
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,6 +40,7 @@ from ..handoff import (
     HandoffRefused,
     handoff,
     handoff_reply,
+    take_handoff,
 )
 from ..memory.search import MAX_HITS, SearchIndex, render_hits
 from ..memory.transcript import is_compaction_output
@@ -51,7 +53,10 @@ __all__ = [
     "AgentsContextTools",
     "MessagesNewContext",
     "MessagesSearch",
+    "hand_off_at",
     "hand_off_if_asked",
+    "newest_new_context",
+    "restore_handoff",
     "langchain_new_context_tool",
     "langchain_search_tool",
     "new_context_answer",
@@ -64,6 +69,8 @@ SEARCH: Final = "search"
 _MEMORY_TOOLS: Final = frozenset({SEARCH, "recall", NEW_CONTEXT})
 #: What a refused ``new_context`` answers begins with this (the hook then does not hand off).
 _REFUSED: Final = handoff_reply(False, "")
+#: Refusals a drop-in remembers to tell the model again (oldest first out).
+MAX_REFUSALS: Final = 256
 
 
 # -- the answers, framework-neutral ------------------------------------------------------------
@@ -127,15 +134,40 @@ def new_context_answer(messages: Sequence[Message]) -> str:
 _HANDED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
-def hand_off_if_asked(compactor: Any, messages: Sequence[Message]) -> Any:
+def hand_off_if_asked(
+    compactor: Any, messages: Sequence[Message], refusals: dict[str, str] | None = None
+) -> Any:
     """Hand off when the newest step of ``messages`` (the drop-in's converted history, before
     a model call) is a ``new_context`` call that was answered done and not handed off yet;
     answers the [`Handoff`][compaction.handoff.Handoff] or None. A refusal (another call
-    unanswered) is logged and the conversation goes on in the same window: compaction never
-    fails a model call."""
+    unanswered) is logged, and put in ``refusals`` (call id -> what the tool should have
+    answered) for a drop-in whose tool could not see the step, to tell the model there; the
+    conversation goes on in the same window: compaction never fails a model call."""
     index = _newest_step(messages)
-    if index is None:
-        return None
+    return None if index is None else hand_off_at(compactor, messages, index, refusals)
+
+
+def newest_new_context(messages: Sequence[Message], start: int = 0) -> int | None:
+    """The index of the newest assistant message from ``start`` on that calls
+    ``new_context`` (None: there is none)."""
+    for index in range(len(messages) - 1, start - 1, -1):
+        m = messages[index]
+        if m.role == "assistant" and any(c.name == NEW_CONTEXT for c in m.tool_calls):
+            return index
+    return None
+
+
+def hand_off_at(
+    compactor: Any,
+    messages: Sequence[Message],
+    index: int,
+    refusals: dict[str, str] | None = None,
+    *,
+    announce: bool = True,
+) -> Any:
+    """Hand off at the ``new_context`` call of ``messages[index]`` (see
+    [`hand_off_if_asked`][]); with ``announce=False`` (a handoff made again for a compactor
+    that lost it) no event is sent."""
     call = next((c for c in messages[index].tool_calls if c.name == NEW_CONTEXT), None)
     if call is None:
         return None
@@ -152,10 +184,28 @@ def hand_off_if_asked(compactor: Any, messages: Sequence[Message]) -> Any:
     if answer.content.startswith(_REFUSED):
         return None
     try:
-        return compactor.handoff(messages[:end])
+        return take_handoff(compactor, messages[:end], announce=announce)
     except HandoffRefused as exc:
         log.warning("integrations.handoff_refused", reason=str(exc), labels=compactor.labels)
+        if refusals is not None:
+            refusals[call.id] = handoff_reply(False, str(exc))
+            while len(refusals) > MAX_REFUSALS:
+                del refusals[next(iter(refusals))]
         return None
+
+
+def restore_handoff(compactor: Any, messages: Sequence[Message], call_id: Any) -> Any:
+    """Make again, quietly, the handoff of the ``new_context`` call ``call_id`` that the
+    conversation's state records, for a compactor that never made it (the one that did was
+    forgotten: ``max_threads``); answers the [`Handoff`][compaction.handoff.Handoff] or None.
+    A handoff is a function of the history up to the call, so the same view comes back."""
+    if not isinstance(call_id, str) or call_id in _HANDED.get(compactor, ()):
+        return None
+    for index in range(len(messages) - 1, -1, -1):
+        m = messages[index]
+        if m.role == "assistant" and any(c.id == call_id for c in m.tool_calls):
+            return hand_off_at(compactor, messages, index, announce=False)
+    return None
 
 
 def _arguments(arguments: Any) -> Mapping[str, Any]:
@@ -249,54 +299,73 @@ def pydantic_ai_tools(
 
 
 class AgentsContextTools:
-    """``search`` and ``new_context`` as Agents SDK function tools, answering from the input
-    of the run that calls them: ``history`` answers it (an
-    [`AgentsRecall`][compaction.integrations.recall_tools.AgentsRecall]'s ``items``, kept per
-    run by the filter)."""
+    """``search`` and ``new_context`` (and, for a session, ``recall``) as Agents SDK function
+    tools over the history ``items()`` answers (a list, or an awaitable of one): an
+    [`AgentsRecall`][compaction.integrations.recall_tools.AgentsRecall]'s ``items`` (the
+    filter's input, kept per run), or a session's stored items. ``done`` is what
+    ``new_context`` answers when it is not refused (a session hands off only at its next
+    read)."""
 
-    def __init__(self, items: Callable[[], list[Any]]) -> None:
+    def __init__(self, items: Callable[[], Any], done: str = DONE) -> None:
         self._items = items
-        self._search: Any = None
-        self._new_context: Any = None
+        self._done = done
+        self._tools: dict[str, Any] = {}
 
-    def history(self) -> list[Message]:
+    async def history(self) -> list[Message]:
         from ..adapters.responses import from_responses
 
-        return _converted(from_responses, self._items())
+        items = self._items()
+        if inspect.isawaitable(items):
+            items = await items
+        return _converted(from_responses, list(items or ()))
+
+    def _tool(self, name: str, description: str, answer: Any, annotations: Any) -> Any:
+        if name not in self._tools:
+            from agents import function_tool
+
+            answer.__annotations__ = annotations
+            self._tools[name] = function_tool(
+                answer, name_override=name, description_override=description
+            )
+        return self._tools[name]
 
     @property
     def search_tool(self) -> Any:
         """An Agents SDK ``FunctionTool`` named ``search``."""
-        if self._search is None:
-            from agents import function_tool
+        history = self.history
 
-            history = self.history
+        async def search(query: str, limit: int = 5) -> str:
+            return search_answer(query, await history(), limit)
 
-            def search(query: str, limit: int = 5) -> str:
-                return search_answer(query, history(), limit)
-
-            search.__annotations__ = {"query": str, "limit": int, "return": str}
-            self._search = function_tool(
-                search, name_override=SEARCH, description_override=SEARCH_DESCRIPTION
-            )
-        return self._search
+        return self._tool(
+            SEARCH, SEARCH_DESCRIPTION, search, {"query": str, "limit": int, "return": str}
+        )
 
     @property
     def new_context_tool(self) -> Any:
-        """An Agents SDK ``FunctionTool`` named ``new_context`` (the filter hands off)."""
-        if self._new_context is None:
-            from agents import function_tool
+        """An Agents SDK ``FunctionTool`` named ``new_context`` (the drop-in hands off)."""
+        history, done = self.history, self._done
 
-            history = self.history
+        async def new_context(note: str) -> str:
+            answer = new_context_answer(await history())
+            return done if answer == DONE else answer
 
-            def new_context(note: str) -> str:
-                return new_context_answer(history())
+        return self._tool(
+            NEW_CONTEXT, NEW_CONTEXT_DESCRIPTION, new_context, {"note": str, "return": str}
+        )
 
-            new_context.__annotations__ = {"note": str, "return": str}
-            self._new_context = function_tool(
-                new_context, name_override=NEW_CONTEXT, description_override=NEW_CONTEXT_DESCRIPTION
-            )
-        return self._new_context
+    @property
+    def recall_tool(self) -> Any:
+        """An Agents SDK ``FunctionTool`` named ``recall``."""
+        from ..sessions.recall import DESCRIPTION
+        from .recall_tools import recall_answer
+
+        history = self.history
+
+        async def recall(id: str) -> str:
+            return recall_answer(id, await history())
+
+        return self._tool("recall", DESCRIPTION, recall, {"id": str, "return": str})
 
 
 # -- LiteLLM and any chat-completions loop -----------------------------------------------------
