@@ -43,7 +43,7 @@ from ..handoff import (
     take_handoff,
 )
 from ..memory.search import MAX_HITS, SearchIndex, render_hits
-from ..memory.transcript import is_compaction_output
+from ..memory.transcript import is_compaction_output, message_ref
 from ..messages import Message
 from ..sessions.recall import SEARCH_DESCRIPTION, SEARCH_PARAMETERS
 from .recall_tools import _converted, _MessagesTool, _openai_history
@@ -83,8 +83,13 @@ def _searchable(messages: Sequence[Message]) -> Iterable[tuple[int, Message]]:
             continue
         if m.role == "tool" and m.tool_call_id in memory_calls:
             continue
-        if m.tool_calls and not m.content and all(c.id in memory_calls for c in m.tool_calls):
-            continue
+        mine = [c for c in m.tool_calls if c.id in memory_calls]
+        if mine:
+            if not m.content and len(mine) == len(m.tool_calls):
+                continue
+            # The step's text and other calls are found, under the step's own recall id.
+            rest = tuple(c for c in m.tool_calls if c.id not in memory_calls)
+            m = m.replace(tool_calls=rest, id=message_ref(m))
         yield seq, m
 
 
