@@ -27,11 +27,9 @@ from __future__ import annotations
 
 import inspect
 import json
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._log import log
 from ..handoff import (
     DONE,
     NEW_CONTEXT,
@@ -40,15 +38,23 @@ from ..handoff import (
     HandoffRefused,
     handoff,
     handoff_reply,
-    take_handoff,
 )
 from ..memory.search import MAX_HITS, SearchIndex, render_hits
 from ..memory.transcript import is_compaction_output, message_ref
 from ..messages import Message
 from ..sessions.recall import SEARCH_DESCRIPTION, SEARCH_PARAMETERS
+from ._handoffs import (
+    MAX_REFUSALS,
+    _newest_step,
+    hand_off_at,
+    hand_off_if_asked,
+    newest_new_context,
+    restore_handoff,
+)
 from .recall_tools import _converted, _MessagesTool, _openai_history
 
 __all__ = [
+    "MAX_REFUSALS",
     "SEARCH",
     "AgentsContextTools",
     "MessagesNewContext",
@@ -67,10 +73,6 @@ __all__ = [
 SEARCH: Final = "search"
 #: The tools whose calls and answers are not searched: they only repeat what they found.
 _MEMORY_TOOLS: Final = frozenset({SEARCH, "recall", NEW_CONTEXT})
-#: What a refused ``new_context`` answers begins with this (the hook then does not hand off).
-_REFUSED: Final = handoff_reply(False, "")
-#: Refusals a drop-in remembers to tell the model again (oldest first out).
-MAX_REFUSALS: Final = 256
 
 
 # -- the answers, framework-neutral ------------------------------------------------------------
@@ -111,13 +113,6 @@ def search_answer(query: Any, messages: Sequence[Message], limit: Any = 5) -> st
     return render_hits(query, hits)
 
 
-def _newest_step(messages: Sequence[Message]) -> int | None:
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "assistant":
-            return index
-    return None
-
-
 def new_context_answer(messages: Sequence[Message]) -> str:
     """What the ``new_context`` tool answers, from the history the tool can see: refused with
     why when the newest step calls it beside another tool or an earlier call is unanswered;
@@ -132,85 +127,6 @@ def new_context_answer(messages: Sequence[Message]) -> str:
     except HandoffRefused as exc:
         return handoff_reply(False, str(exc))
     return DONE
-
-
-#: The ``new_context`` calls each compactor has handed off (a retried call must not hand off
-#: twice); weak, so a forgotten conversation's set goes with its compactor.
-_HANDED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-
-
-def hand_off_if_asked(
-    compactor: Any, messages: Sequence[Message], refusals: dict[str, str] | None = None
-) -> Any:
-    """Hand off when the newest step of ``messages`` (the drop-in's converted history, before
-    a model call) is a ``new_context`` call that was answered done and not handed off yet;
-    answers the [`Handoff`][compaction.handoff.Handoff] or None. A refusal (another call
-    unanswered) is logged, and put in ``refusals`` (call id -> what the tool should have
-    answered) for a drop-in whose tool could not see the step, to tell the model there; the
-    conversation goes on in the same window: compaction never fails a model call."""
-    index = _newest_step(messages)
-    return None if index is None else hand_off_at(compactor, messages, index, refusals)
-
-
-def newest_new_context(messages: Sequence[Message], start: int = 0) -> int | None:
-    """The index of the newest assistant message from ``start`` on that calls
-    ``new_context`` (None: there is none)."""
-    for index in range(len(messages) - 1, start - 1, -1):
-        m = messages[index]
-        if m.role == "assistant" and any(c.name == NEW_CONTEXT for c in m.tool_calls):
-            return index
-    return None
-
-
-def hand_off_at(
-    compactor: Any,
-    messages: Sequence[Message],
-    index: int,
-    refusals: dict[str, str] | None = None,
-    *,
-    announce: bool = True,
-) -> Any:
-    """Hand off at the ``new_context`` call of ``messages[index]`` (see
-    [`hand_off_if_asked`][]); with ``announce=False`` (a handoff made again for a compactor
-    that lost it) no event is sent."""
-    call = next((c for c in messages[index].tool_calls if c.name == NEW_CONTEXT), None)
-    if call is None:
-        return None
-    handed = _HANDED.setdefault(compactor, set())
-    if call.id in handed:
-        return None
-    end = index + 1
-    while end < len(messages) and messages[end].role == "tool":
-        end += 1
-    answer = next((m for m in messages[index + 1 : end] if m.tool_call_id == call.id), None)
-    if answer is None:
-        return None  # not answered yet: the framework answers it before the next call
-    handed.add(call.id)
-    if answer.content.startswith(_REFUSED):
-        return None
-    try:
-        return take_handoff(compactor, messages[:end], announce=announce)
-    except HandoffRefused as exc:
-        log.warning("integrations.handoff_refused", reason=str(exc), labels=compactor.labels)
-        if refusals is not None:
-            refusals[call.id] = handoff_reply(False, str(exc))
-            while len(refusals) > MAX_REFUSALS:
-                del refusals[next(iter(refusals))]
-        return None
-
-
-def restore_handoff(compactor: Any, messages: Sequence[Message], call_id: Any) -> Any:
-    """Make again, quietly, the handoff of the ``new_context`` call ``call_id`` that the
-    conversation's state records, for a compactor that never made it (the one that did was
-    forgotten: ``max_threads``); answers the [`Handoff`][compaction.handoff.Handoff] or None.
-    A handoff is a function of the history up to the call, so the same view comes back."""
-    if not isinstance(call_id, str) or call_id in _HANDED.get(compactor, ()):
-        return None
-    for index in range(len(messages) - 1, -1, -1):
-        m = messages[index]
-        if m.role == "assistant" and any(c.id == call_id for c in m.tool_calls):
-            return hand_off_at(compactor, messages, index, announce=False)
-    return None
 
 
 def _arguments(arguments: Any) -> Mapping[str, Any]:
