@@ -144,9 +144,8 @@ def _item_text(item: Any) -> str:
     return str(content or "") + str(out if out is not None else "") + str(item.get("arguments", ""))
 
 
-Script = Callable[
-    [list[str]], "tuple[str, dict[str, Any]] | list[tuple[str, dict[str, Any]]] | None"
-]
+#: The next step from the request's texts: a call, several calls in one step, or None (stop).
+Script = Callable[[list[str]], Any]
 
 
 def _agents_model(script: Script, requests: list[list[str]]) -> Any:
