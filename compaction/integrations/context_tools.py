@@ -18,7 +18,10 @@ input the Agents SDK runner hands the filter, the messages a LiteLLM caller keep
   before the next model call: [`hand_off_if_asked`][] finds the answered call, and the
   [`Compactor`][compaction.trigger.Compactor] makes the handoff
   ([`compaction.handoff`][]), sends ``events.handed_off`` with the rules the note left out,
-  and from then on sends the handoff's view followed by what the agent appends.
+  and from then on sends the handoff's view followed by what the agent appends. A drop-in
+  whose tool cannot see the step (the Agents SDK's) gets the refusals the hook finds, to
+  tell the model in the next request; one that keeps the handoff in its framework's state
+  (LangChain's) makes it again with [`restore_handoff`][] for a compactor that lost it.
 
 Each factory imports its framework when called, never at import time.
 """
