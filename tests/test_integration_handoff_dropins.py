@@ -2,7 +2,7 @@
 each with the framework's own fake model and nothing on the network: pydantic-ai's history
 processor (``FunctionModel``), the Agents SDK's filter and ``CompactionSession`` (a fake
 ``Model``), LiteLLM (``mock_tool_calls``), and LangChain's middleware after its thread's
-compactor was forgotten. Plus the refusals the model must be told, and the one line a note
+compactor was forgotten (``GenericFakeChatModel``). Plus the refusals the model must be told, and the one line a note
 gives the memory tools wherever they are offered, counted or not.
 
 The scripted "brain" (``tests.test_integration_context_tools.Brain``) reads three files, calls
@@ -427,34 +427,38 @@ def test_litellm_search_and_new_context_with_mock_responses() -> None:
     brain.check(seen)
 
 
-# -- LangChain: a forgotten thread keeps its handoff -------------------------------------------
+# -- LangChain (its GenericFakeChatModel): a forgotten thread keeps its handoff ----------------
 
 
 def _langchain_model(plan: Callable[[list[str]], Any], requests: list[list[str]]) -> Any:
-    from langchain_core.language_models import BaseChatModel
+    """LangChain's own ``GenericFakeChatModel``, its replies decided by ``plan`` from each
+    request it is sent (recorded in ``requests``)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
     from langchain_core.messages import AIMessage, BaseMessage
-    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.outputs import ChatResult
 
-    class Scripted(BaseChatModel):
-        @property
-        def _llm_type(self) -> str:
-            return "scripted"
+    steps: list[Any] = []
 
+    def replies() -> Any:
+        while True:
+            step = steps.pop()
+            if step is None:
+                yield AIMessage("done")
+            else:
+                call = {"name": step[0], "args": step[1], "id": f"c{len(requests)}"}
+                yield AIMessage("", tool_calls=[call])
+
+    class Scripted(GenericFakeChatModel):
         def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:
             return self
 
         def _generate(self, messages: list[BaseMessage], *a: Any, **k: Any) -> ChatResult:
             texts = [m.text + json.dumps(getattr(m, "tool_calls", None) or "") for m in messages]
-            step = plan(texts)
+            steps.append(plan(texts))
             requests.append(texts)
-            if step is None:
-                message = AIMessage("done")
-            else:
-                call = {"name": step[0], "args": step[1], "id": f"c{len(requests)}"}
-                message = AIMessage("", tool_calls=[call])
-            return ChatResult(generations=[ChatGeneration(message=message)])
+            return super()._generate(messages, *a, **k)
 
-    return Scripted()
+    return Scripted(messages=replies())
 
 
 def test_langchain_handoff_outlives_the_threads_compactor() -> None:
