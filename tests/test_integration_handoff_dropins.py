@@ -2,8 +2,8 @@
 each with the framework's own fake model and nothing on the network: pydantic-ai's history
 processor (``FunctionModel``), the Agents SDK's filter and ``CompactionSession`` (a fake
 ``Model``), LiteLLM (``mock_tool_calls``), and LangChain's middleware after its thread's
-compactor was forgotten (``GenericFakeChatModel``). Plus the refusals the model must be told, and the one line a note
-gives the memory tools wherever they are offered, counted or not.
+compactor was forgotten (``GenericFakeChatModel``). Plus the refusals the model must be told,
+and the one line a note gives the memory tools wherever they are offered, counted or not.
 
 The scripted "brain" (``tests.test_integration_context_tools.Brain``) reads three files, calls
 ``new_context`` with a note that leaves the person's rule out, searches for a word only the
@@ -254,6 +254,32 @@ def test_agents_filter_tells_the_model_a_refused_handoff() -> None:
     # The run's own items keep what the tool answered.
     outputs = [i.get("output") for i in result.to_input_list() if isinstance(i, dict)]
     assert DONE in outputs
+
+
+def test_agents_new_context_is_judged_by_its_own_step_not_an_older_one() -> None:
+    agents = pytest.importorskip("agents")
+    from compaction.integrations.openai_agents import CompactionFilter
+
+    requests: list[list[str]] = []
+
+    def script(texts: list[str]) -> Any:
+        if not requests:  # refused: a read beside it
+            return [("read_file", {"path": "src/mod_1.py"}), ("new_context", {"note": NOTE})]
+        return ("new_context", {"note": NOTE}) if len(requests) == 1 else None
+
+    compaction = CompactionFilter(window=WINDOW, handoff=True)
+    tools = [_read_file_tool(), compaction.new_context_tool]
+    model = _agents_model(script, requests)
+    agent = agents.Agent(name="a", instructions=SYSTEM, tools=tools, model=model)
+    config = agents.RunConfig(call_model_input_filter=compaction)
+    with handed_off() as seen:
+        asyncio.run(agents.Runner.run(agent, START, run_config=config, max_turns=10))
+    assert REFUSED in requests[1]
+    # The second call, alone in its step, is answered done (the tool sees the first step as
+    # the newest, and does not take it for its own) and the handoff is made.
+    assert requests[2][-1] == DONE and len(seen) == 1
+    after = "\n".join(requests[2])
+    assert RULE in after and NOTE in after and body("src/mod_1.py") not in after
 
 
 def _session_script(requests: list[list[str]], both: bool = False) -> Any:

@@ -116,14 +116,17 @@ def search_answer(query: Any, messages: Sequence[Message], limit: Any = 5) -> st
     return render_hits(query, hits)
 
 
-def new_context_answer(messages: Sequence[Message]) -> str:
+def new_context_answer(messages: Sequence[Message], call_id: str | None = None) -> str:
     """What the ``new_context`` tool answers, from the history the tool can see: refused with
     why when the newest step calls it beside another tool or an earlier call is unanswered;
     else done (the drop-in hands off before the next model call). A history that does not
-    show the call yet (the Agents SDK's tools see the input of the call, not its answer) is
-    answered done: the drop-in's own check still refuses before anything changes."""
+    show the call (``call_id``, when the tool knows it) yet — the Agents SDK's tools see the
+    input of the call, not its step — is answered done, never judged by an older step: the
+    drop-in's own check refuses before anything changes, and tells the model so."""
     index = _newest_step(messages)
-    if index is None or not any(c.name == NEW_CONTEXT for c in messages[index].tool_calls):
+    if index is None or not any(
+        c.name == NEW_CONTEXT and call_id in (None, c.id) for c in messages[index].tool_calls
+    ):
         return DONE
     try:
         handoff(messages[: index + 1])
@@ -268,15 +271,19 @@ class AgentsContextTools:
     @property
     def new_context_tool(self) -> Any:
         """An Agents SDK ``FunctionTool`` named ``new_context`` (the drop-in hands off)."""
+        from agents.tool_context import ToolContext
+
         history, done = self.history, self._done
 
-        async def new_context(note: str) -> str:
-            answer = new_context_answer(await history())
+        async def new_context(ctx: ToolContext[Any], note: str) -> str:
+            # Its own call, by id: an older step that called new_context is not this call.
+            call_id = getattr(ctx, "tool_call_id", None)
+            mine = call_id if isinstance(call_id, str) else ""
+            answer = new_context_answer(await history(), mine)
             return done if answer == DONE else answer
 
-        return self._tool(
-            NEW_CONTEXT, NEW_CONTEXT_DESCRIPTION, new_context, {"note": str, "return": str}
-        )
+        hints = {"ctx": ToolContext[Any], "note": str, "return": str}
+        return self._tool(NEW_CONTEXT, NEW_CONTEXT_DESCRIPTION, new_context, hints)
 
     @property
     def recall_tool(self) -> Any:
