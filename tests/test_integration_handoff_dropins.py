@@ -121,6 +121,61 @@ def test_pydantic_ai_processor_search_and_new_context() -> None:
     assert process.compactor(result.conversation_id) is not None
 
 
+def test_pydantic_ai_handoff_outlives_the_conversations_compactor() -> None:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+    from compaction.integrations.pydantic_ai import Compaction
+
+    requests: list[list[str]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        texts = _pydantic_texts(messages)
+        requests.append(texts)
+        step = len(requests) - 1
+        if texts[-1].endswith(("Other task.", "Go on.")) or step > 3:
+            return ModelResponse([TextPart("done")])
+        if step == 3:
+            return ModelResponse([ToolCallPart("new_context", {"note": NOTE}, "h1")])
+        return ModelResponse(
+            [ToolCallPart("read_file", {"path": f"src/mod_{step + 1}.py"}, f"r{step}")]
+        )
+
+    compaction = Compaction(window=WINDOW, handoff=True, max_conversations=1)
+    agent = Agent(FunctionModel(model), instructions=SYSTEM, capabilities=[compaction])
+
+    @agent.tool_plain
+    def read_file(path: str) -> str:
+        """Read a file of the repository."""
+        return body(path)
+
+    history: list[ModelMessage] = [
+        ModelRequest([UserPromptPart(TASK)]),
+        ModelResponse([TextPart("Understood.")]),
+    ]
+    with handed_off() as seen:
+        first = agent.run_sync(RULE, message_history=history, conversation_id="a")
+        assert RULE in "\n".join(requests[4]) and ANIMALS[0] not in "\n".join(requests[4])
+        agent.run_sync("Other task.", conversation_id="b")
+        assert compaction.compactor("a") is None  # conversation a's compactor was forgotten
+        agent.run_sync("Go on.", message_history=first.all_messages(), conversation_id="a")
+    after = "\n".join(requests[-1])
+    # The conversation goes on from its handoff (stamped on a response the history keeps),
+    # not from its whole history; made again quietly: one handoff, one event.
+    assert "Go on." in after and RULE in after and NOTE in after
+    assert ANIMALS[0] not in after and ANIMALS[2] not in after
+    assert len(seen) == 1
+
+
 def test_pydantic_ai_processor_options_match_the_capability() -> None:
     pytest.importorskip("pydantic_ai")
     import inspect

@@ -46,11 +46,16 @@ class _Conversation:
     """One conversation: its compactor, and the messages converted so far (by source)."""
 
     __slots__ = (
-        "archive", "compactor", "ends", "flat", "fresh", "instructions", "sources", "written",
+        "archive", "compactor", "ends", "flat", "fresh", "handed", "instructions", "new",
+        "sources", "written",
     )  # fmt: skip
 
     def __init__(self, compactor: Compactor) -> None:
         self.compactor = compactor
+        # Not yet looked in the history for a handoff an earlier compactor made; the call id
+        # of a handoff made for the request in flight (stamped on its response).
+        self.new = True
+        self.handed: str | None = None
         self.sources: list[ModelMessage] = []
         self.ends: list[int] = []  # len(flat) after each source
         # An AppendLog: the compactor reads only its new tail (convert checks the whole
@@ -135,6 +140,31 @@ def _tool_schemas(parameters: Any) -> list[dict[str, Any]]:
 def _instructions(parameters: Any) -> str:
     parts = getattr(parameters, "instruction_parts", None) or ()
     return "\n\n".join(str(p.content) for p in parts if getattr(p, "content", None))
+
+
+#: The ``ModelResponse.metadata`` key naming the ``new_context`` call a handoff was made at
+#: (pydantic-ai keeps it in the run's history and never sends it to the model).
+HANDOFF_KEY = "compaction_handoff"
+
+
+def stamped(messages: Sequence[ModelMessage]) -> str | None:
+    """The call id of the newest handoff stamped on a response of ``messages``."""
+    for message in reversed(messages):
+        meta = getattr(message, "metadata", None) if message.kind == "response" else None
+        if isinstance(meta, Mapping) and isinstance(meta.get(HANDOFF_KEY), str):
+            return str(meta[HANDOFF_KEY])
+    return None
+
+
+def stamp(state: _Conversation | None, response: Any) -> Any:
+    """``response`` stamped with the handoff made for its request, if one was."""
+    if state is None or state.handed is None:
+        return response
+    import dataclasses
+
+    meta = {**(getattr(response, "metadata", None) or {}), HANDOFF_KEY: state.handed}
+    state.handed = None
+    return dataclasses.replace(response, metadata=meta)
 
 
 class _Engine:
@@ -255,7 +285,12 @@ class _Engine:
             )
             state.keep_originals()
             if self.handoff:
-                context_tools.hand_off_if_asked(state.compactor, ours)
+                if state.new:  # a compactor that never saw this conversation: a handoff
+                    # made before (its call id stamped on a response) is made again
+                    context_tools.restore_handoff(state.compactor, ours, stamped(messages))
+                made = context_tools.hand_off_if_asked(state.compactor, ours)
+                state.handed = made.result.tool_call_id if made is not None else None
+            state.new = False
             sent = await state.compactor.abefore_call(ours)
             if sent is ours:
                 return messages

@@ -42,7 +42,7 @@ from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
 from ..trigger import Compactor
 from ._compactor import MissingWindowError
-from ._pydantic_ai_engine import _Engine
+from ._pydantic_ai_engine import _Engine, stamp
 from .pydantic_ai_messages import from_pydantic_ai, to_pydantic_ai
 
 __all__ = [
@@ -73,7 +73,10 @@ class Compaction(AbstractCapability[Any]):
     ``search=True`` a ``search`` tool that finds earlier messages by their words (both from
     ``RunContext.messages``), ``handoff=True`` a ``new_context`` tool: after the model calls
     it, the next request is a fresh window (the instructions, the task, the ledger with the
-    person's rules verbatim, the model's note; see [`compaction.handoff`][]).
+    person's rules verbatim, the model's note; see [`compaction.handoff`][]). The handoff is
+    stamped on the response to that request (``metadata["compaction_handoff"]``, which the
+    run's history keeps and the model never sees), so a conversation whose compactor was
+    forgotten (``max_conversations``) makes it again instead of sending the whole history.
 
     Only the person's words are kept as theirs (their rules and limits outlive a compaction
     verbatim): a user prompt sent beside tool returns (a tool's ``ToolReturn.content``) is the
@@ -139,12 +142,14 @@ class Compaction(AbstractCapability[Any]):
     async def after_model_request(
         self, ctx: Any, *, request_context: Any, response: ModelResponse
     ) -> ModelResponse:
+        state = self._engine.conversations.get(getattr(ctx, "conversation_id", None))
         if self.observe_usage:
-            state = self._engine.conversations.get(getattr(ctx, "conversation_id", None))
             tokens = getattr(getattr(response, "usage", None), "input_tokens", 0)
             if state is not None and isinstance(tokens, int):
                 state.compactor.observe(tokens)
-        return response
+        # A handoff made for this request is stamped on its response (the run's history keeps
+        # it), so a compactor that never saw it (max_conversations) makes it again.
+        return stamp(state, response)
 
 
 def compaction_processor(
