@@ -200,9 +200,10 @@ def handoff_reply(done: bool, why: str = "") -> str:
     return DONE if done else f"No new context: {why}"
 
 
-def take_handoff(compactor: Any, messages: Sequence[Message]) -> Handoff:
+def take_handoff(compactor: Any, messages: Sequence[Message], *, announce: bool = True) -> Handoff:
     """Make the handoff the [`Compactor`][compaction.trigger.Compactor]'s view of the agent's
-    list (``messages`` and the call's result after it), and send ``events.handed_off``."""
+    list (``messages`` and the call's result after it), and send ``events.handed_off``
+    (not with ``announce=False``: a handoff made again, for a compactor that lost it)."""
     from . import events
     from ._log import log
     from ._trigger_view import _Plan
@@ -224,6 +225,9 @@ def take_handoff(compactor: Any, messages: Sequence[Message]) -> Handoff:
     compactor._anchor = None
     compactor.stats.compactions += 1
     compactor._commit(plan, made.messages, tokens)
+    if not announce:
+        log.info("trigger.handoff_made_again", replaced=made.replaced)
+        return made
     log.info("trigger.handed_off", replaced=made.replaced, restored=len(made.restored))
     events.handed_off.send(
         compactor,

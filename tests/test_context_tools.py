@@ -191,3 +191,26 @@ def test_search_finds_what_a_compaction_removed_by_the_id_its_note_names() -> No
     assert answer.splitlines()[1].startswith(f"- id {found} (tool, #9)")
     replaced = [r for m in sent for r in m.meta.get(PROVENANCE_KEY, {}).get("replaces", ())]
     assert found in replaced
+
+
+# -- telling a refusal where the tool could not --------------------------------------------------
+
+
+def test_a_refusal_is_told_in_place_of_the_answer_and_nothing_else_changes() -> None:
+    from compaction.integrations._agents_session import tell_refusals
+
+    items: list[object] = [
+        {"role": "user", "content": "Fix the build."},
+        {"type": "function_call", "call_id": "h1", "name": NEW_CONTEXT, "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "h1", "output": DONE},
+        {"type": "function_call_output", "call_id": "x", "output": DONE},
+    ]
+    refusals = {"h1": "No new context: busy", "gone": "No new context: busy"}
+    where: dict[str, int] = {"h1": 0}  # a stale hint: found again by looking
+    told = tell_refusals(items, refusals, where)
+    assert told is not items and items[2] == {**items[2], "output": DONE}  # the input as it was
+    assert told[2] == {**items[2], "output": "No new context: busy"}
+    assert all(told[i] is items[i] for i in (0, 1, 3))
+    assert refusals == {"h1": "No new context: busy"} and where == {"h1": 2}  # "gone" forgotten
+    assert tell_refusals(told, refusals, where) is told  # already said: the same list
+    assert tell_refusals("not a list", refusals, where) == "not a list"

@@ -18,19 +18,21 @@ input the Agents SDK runner hands the filter, the messages a LiteLLM caller keep
   before the next model call: [`hand_off_if_asked`][] finds the answered call, and the
   [`Compactor`][compaction.trigger.Compactor] makes the handoff
   ([`compaction.handoff`][]), sends ``events.handed_off`` with the rules the note left out,
-  and from then on sends the handoff's view followed by what the agent appends.
+  and from then on sends the handoff's view followed by what the agent appends. A drop-in
+  whose tool cannot see the step (the Agents SDK's) gets the refusals the hook finds, to
+  tell the model in the next request; one that keeps the handoff in its framework's state
+  (LangChain's) makes it again with [`restore_handoff`][] for a compactor that lost it.
 
 Each factory imports its framework when called, never at import time.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
-from .._log import log
 from ..handoff import (
     DONE,
     NEW_CONTEXT,
@@ -41,17 +43,29 @@ from ..handoff import (
     handoff_reply,
 )
 from ..memory.search import MAX_HITS, SearchIndex, render_hits
-from ..memory.transcript import is_compaction_output
+from ..memory.transcript import is_compaction_output, message_ref
 from ..messages import Message
 from ..sessions.recall import SEARCH_DESCRIPTION, SEARCH_PARAMETERS
+from ._handoffs import (
+    MAX_REFUSALS,
+    _newest_step,
+    hand_off_at,
+    hand_off_if_asked,
+    newest_new_context,
+    restore_handoff,
+)
 from .recall_tools import _converted, _MessagesTool, _openai_history
 
 __all__ = [
+    "MAX_REFUSALS",
     "SEARCH",
     "AgentsContextTools",
     "MessagesNewContext",
     "MessagesSearch",
+    "hand_off_at",
     "hand_off_if_asked",
+    "newest_new_context",
+    "restore_handoff",
     "langchain_new_context_tool",
     "langchain_search_tool",
     "new_context_answer",
@@ -62,8 +76,6 @@ __all__ = [
 SEARCH: Final = "search"
 #: The tools whose calls and answers are not searched: they only repeat what they found.
 _MEMORY_TOOLS: Final = frozenset({SEARCH, "recall", NEW_CONTEXT})
-#: What a refused ``new_context`` answers begins with this (the hook then does not hand off).
-_REFUSED: Final = handoff_reply(False, "")
 
 
 # -- the answers, framework-neutral ------------------------------------------------------------
@@ -76,8 +88,13 @@ def _searchable(messages: Sequence[Message]) -> Iterable[tuple[int, Message]]:
             continue
         if m.role == "tool" and m.tool_call_id in memory_calls:
             continue
-        if m.tool_calls and not m.content and all(c.id in memory_calls for c in m.tool_calls):
-            continue
+        mine = [c for c in m.tool_calls if c.id in memory_calls]
+        if mine:
+            if not m.content and len(mine) == len(m.tool_calls):
+                continue
+            # The step's text and other calls are found, under the step's own recall id.
+            rest = tuple(c for c in m.tool_calls if c.id not in memory_calls)
+            m = m.replace(tool_calls=rest, id=message_ref(m))
         yield seq, m
 
 
@@ -99,63 +116,23 @@ def search_answer(query: Any, messages: Sequence[Message], limit: Any = 5) -> st
     return render_hits(query, hits)
 
 
-def _newest_step(messages: Sequence[Message]) -> int | None:
-    for index in range(len(messages) - 1, -1, -1):
-        if messages[index].role == "assistant":
-            return index
-    return None
-
-
-def new_context_answer(messages: Sequence[Message]) -> str:
+def new_context_answer(messages: Sequence[Message], call_id: str | None = None) -> str:
     """What the ``new_context`` tool answers, from the history the tool can see: refused with
     why when the newest step calls it beside another tool or an earlier call is unanswered;
     else done (the drop-in hands off before the next model call). A history that does not
-    show the call yet (the Agents SDK's tools see the input of the call, not its answer) is
-    answered done: the drop-in's own check still refuses before anything changes."""
+    show the call (``call_id``, when the tool knows it) yet — the Agents SDK's tools see the
+    input of the call, not its step — is answered done, never judged by an older step: the
+    drop-in's own check refuses before anything changes, and tells the model so."""
     index = _newest_step(messages)
-    if index is None or not any(c.name == NEW_CONTEXT for c in messages[index].tool_calls):
+    if index is None or not any(
+        c.name == NEW_CONTEXT and call_id in (None, c.id) for c in messages[index].tool_calls
+    ):
         return DONE
     try:
         handoff(messages[: index + 1])
     except HandoffRefused as exc:
         return handoff_reply(False, str(exc))
     return DONE
-
-
-#: The ``new_context`` calls each compactor has handed off (a retried call must not hand off
-#: twice); weak, so a forgotten conversation's set goes with its compactor.
-_HANDED: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-
-
-def hand_off_if_asked(compactor: Any, messages: Sequence[Message]) -> Any:
-    """Hand off when the newest step of ``messages`` (the drop-in's converted history, before
-    a model call) is a ``new_context`` call that was answered done and not handed off yet;
-    answers the [`Handoff`][compaction.handoff.Handoff] or None. A refusal (another call
-    unanswered) is logged and the conversation goes on in the same window: compaction never
-    fails a model call."""
-    index = _newest_step(messages)
-    if index is None:
-        return None
-    call = next((c for c in messages[index].tool_calls if c.name == NEW_CONTEXT), None)
-    if call is None:
-        return None
-    handed = _HANDED.setdefault(compactor, set())
-    if call.id in handed:
-        return None
-    end = index + 1
-    while end < len(messages) and messages[end].role == "tool":
-        end += 1
-    answer = next((m for m in messages[index + 1 : end] if m.tool_call_id == call.id), None)
-    if answer is None:
-        return None  # not answered yet: the framework answers it before the next call
-    handed.add(call.id)
-    if answer.content.startswith(_REFUSED):
-        return None
-    try:
-        return compactor.handoff(messages[:end])
-    except HandoffRefused as exc:
-        log.warning("integrations.handoff_refused", reason=str(exc), labels=compactor.labels)
-        return None
 
 
 def _arguments(arguments: Any) -> Mapping[str, Any]:
@@ -208,24 +185,29 @@ def langchain_new_context_tool() -> Any:
 # -- pydantic-ai -------------------------------------------------------------------------------
 
 
-def pydantic_ai_tools(*, search: bool, handoff: bool) -> list[Any]:
-    """pydantic-ai ``Tool``s for ``search`` and ``new_context``, reading ``RunContext.messages``."""
+def pydantic_ai_tools(
+    *, search: bool, handoff: bool, history: Callable[[Any], Sequence[Message]] | None = None
+) -> list[Any]:
+    """pydantic-ai ``Tool``s for ``search`` and ``new_context``, reading ``RunContext.messages``
+    (or ``history(ctx)``, for a drop-in that keeps what the run's messages lost)."""
     if not (search or handoff):
         return []
     from pydantic_ai import RunContext, Tool
 
     from .pydantic_ai_messages import from_pydantic_ai
 
-    def history(ctx: RunContext[Any]) -> list[Message]:
+    def run_messages(ctx: RunContext[Any]) -> Sequence[Message]:
         return _converted(from_pydantic_ai, list(ctx.messages))
+
+    read = run_messages if history is None else history
 
     def search_tool(ctx: RunContext[Any], query: str, limit: int = 5) -> str:
         """Search earlier messages by their words."""
-        return search_answer(query, history(ctx), limit)
+        return search_answer(query, read(ctx), limit)
 
     def new_context(ctx: RunContext[Any], note: str) -> str:
         """Start a fresh context window."""
-        return new_context_answer(history(ctx))
+        return new_context_answer(read(ctx))
 
     search_tool.__annotations__ = {"ctx": RunContext[Any], "query": str, "limit": int}
     search_tool.__annotations__["return"] = str
@@ -244,54 +226,77 @@ def pydantic_ai_tools(*, search: bool, handoff: bool) -> list[Any]:
 
 
 class AgentsContextTools:
-    """``search`` and ``new_context`` as Agents SDK function tools, answering from the input
-    of the run that calls them: ``history`` answers it (an
-    [`AgentsRecall`][compaction.integrations.recall_tools.AgentsRecall]'s ``items``, kept per
-    run by the filter)."""
+    """``search`` and ``new_context`` (and, for a session, ``recall``) as Agents SDK function
+    tools over the history ``items()`` answers (a list, or an awaitable of one): an
+    [`AgentsRecall`][compaction.integrations.recall_tools.AgentsRecall]'s ``items`` (the
+    filter's input, kept per run), or a session's stored items. ``done`` is what
+    ``new_context`` answers when it is not refused (a session hands off only at its next
+    read)."""
 
-    def __init__(self, items: Callable[[], list[Any]]) -> None:
+    def __init__(self, items: Callable[[], Any], done: str = DONE) -> None:
         self._items = items
-        self._search: Any = None
-        self._new_context: Any = None
+        self._done = done
+        self._tools: dict[str, Any] = {}
 
-    def history(self) -> list[Message]:
+    async def history(self) -> list[Message]:
         from ..adapters.responses import from_responses
 
-        return _converted(from_responses, self._items())
+        items = self._items()
+        if inspect.isawaitable(items):
+            items = await items
+        return _converted(from_responses, list(items or ()))
+
+    def _tool(self, name: str, description: str, answer: Any, annotations: Any) -> Any:
+        if name not in self._tools:
+            from agents import function_tool
+
+            answer.__annotations__ = annotations
+            self._tools[name] = function_tool(
+                answer, name_override=name, description_override=description
+            )
+        return self._tools[name]
 
     @property
     def search_tool(self) -> Any:
         """An Agents SDK ``FunctionTool`` named ``search``."""
-        if self._search is None:
-            from agents import function_tool
+        history = self.history
 
-            history = self.history
+        async def search(query: str, limit: int = 5) -> str:
+            return search_answer(query, await history(), limit)
 
-            def search(query: str, limit: int = 5) -> str:
-                return search_answer(query, history(), limit)
-
-            search.__annotations__ = {"query": str, "limit": int, "return": str}
-            self._search = function_tool(
-                search, name_override=SEARCH, description_override=SEARCH_DESCRIPTION
-            )
-        return self._search
+        return self._tool(
+            SEARCH, SEARCH_DESCRIPTION, search, {"query": str, "limit": int, "return": str}
+        )
 
     @property
     def new_context_tool(self) -> Any:
-        """An Agents SDK ``FunctionTool`` named ``new_context`` (the filter hands off)."""
-        if self._new_context is None:
-            from agents import function_tool
+        """An Agents SDK ``FunctionTool`` named ``new_context`` (the drop-in hands off)."""
+        from agents.tool_context import ToolContext
 
-            history = self.history
+        history, done = self.history, self._done
 
-            def new_context(note: str) -> str:
-                return new_context_answer(history())
+        async def new_context(ctx: ToolContext[Any], note: str) -> str:
+            # Its own call, by id: an older step that called new_context is not this call.
+            call_id = getattr(ctx, "tool_call_id", None)
+            mine = call_id if isinstance(call_id, str) else ""
+            answer = new_context_answer(await history(), mine)
+            return done if answer == DONE else answer
 
-            new_context.__annotations__ = {"note": str, "return": str}
-            self._new_context = function_tool(
-                new_context, name_override=NEW_CONTEXT, description_override=NEW_CONTEXT_DESCRIPTION
-            )
-        return self._new_context
+        hints = {"ctx": ToolContext[Any], "note": str, "return": str}
+        return self._tool(NEW_CONTEXT, NEW_CONTEXT_DESCRIPTION, new_context, hints)
+
+    @property
+    def recall_tool(self) -> Any:
+        """An Agents SDK ``FunctionTool`` named ``recall``."""
+        from ..sessions.recall import DESCRIPTION
+        from .recall_tools import recall_answer
+
+        history = self.history
+
+        async def recall(id: str) -> str:
+            return recall_answer(id, await history())
+
+        return self._tool("recall", DESCRIPTION, recall, {"id": str, "return": str})
 
 
 # -- LiteLLM and any chat-completions loop -----------------------------------------------------

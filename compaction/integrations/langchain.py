@@ -30,20 +30,28 @@ thread (``thread_id``), since hysteresis is per conversation.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 from ._extra import missing_extra
 
 try:
     from langchain.agents.middleware import AgentMiddleware, ModelRequest, ModelResponse
-    from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+    from langchain.agents.middleware.types import (
+        AgentState,
+        ExtendedModelResponse,
+        PrivateStateAttr,
+    )
+    from langchain_core.messages import AIMessage, SystemMessage
+    from langgraph.types import Command
+    from typing_extensions import NotRequired
 except ModuleNotFoundError as exc:  # the extra is missing: say which one
     raise missing_extra(__name__, "langchain", exc) from exc
 
 from .. import events
 from .._log import log
 from .._trigger_view import AppendLog
-from ..adapters.person import IsPerson, by_person, synthetic
+from ..adapters.person import IsPerson
+from ..memory.offered import memory_tool_names
 from ..messages import Message
 from ..pipeline import CompactionPipeline
 from ..tokens import TokenCounter
@@ -51,21 +59,31 @@ from ..trigger import Compactor, default_pipeline
 from . import context_tools, recall_tools
 from ._compactor import MissingWindowError
 from ._conversations import Conversations
-from ._incremental import common_prefix
-from .langchain_messages import (
-    from_langchain,
-    message_from_langchain,
-    message_to_langchain,
-    to_langchain,
-)
+from ._langchain_thread import _Thread
+from .langchain_messages import from_langchain, to_langchain
 
 __all__ = [
     "CompactionMiddleware",
+    "CompactionState",
     "MissingWindowError",
     "default_pipeline",
     "from_langchain",
     "to_langchain",
 ]
+
+
+#: The state key holding the call id of the thread's latest handoff.
+HANDOFF_KEY = "compaction_handoff"
+
+
+class CompactionState(AgentState[Any]):
+    """The agent state with what the middleware keeps per thread: the ``new_context`` call
+    the thread last handed off at. It lives in the graph state (checkpointed with the
+    thread, private to the middleware), so a thread whose compactor was forgotten
+    (``max_threads``) or a process restarted on a checkpoint makes the same handoff again
+    instead of sending the whole history."""
+
+    compaction_handoff: NotRequired[Annotated[str | None, PrivateStateAttr]]
 
 
 def _tool_schema(tool: Any) -> Mapping[str, Any] | None:
@@ -79,92 +97,7 @@ def _tool_schema(tool: Any) -> Mapping[str, Any] | None:
         return None
 
 
-class _Thread:
-    """What the middleware remembers about one conversation."""
-
-    __slots__ = ("built", "by_id", "compactor", "converted", "is_person", "sources", "system")
-
-    def __init__(self, compactor: Compactor, is_person: IsPerson | None = None) -> None:
-        self.compactor = compactor
-        self.is_person = is_person
-        # The LangChain messages converted so far, and their conversions, by position: a
-        # message already converted (the same object, or an equal one) is not converted
-        # again, so a call costs a pointer walk over the old messages.
-        self.sources: list[BaseMessage] = []
-        self.system: BaseMessage | None = None
-        # The system message's conversion (if any) first, then those of ``sources``: an
-        # AppendLog, so the compactor reads only its new tail (see _convert for why that is
-        # safe).
-        self.converted: AppendLog = AppendLog()
-        # Our message -> the LangChain message it came from, to send unchanged messages back
-        # out as the very objects the state holds.
-        self.by_id: dict[int, BaseMessage] = {}
-        # Messages the ladder wrote or rewrote, as LangChain messages: built once, reused by
-        # every call that sends them again, dropped once no request holds them.
-        self.built: dict[int, tuple[Message, BaseMessage]] = {}
-
-    def to_langchain(self, sent: Sequence[Message]) -> list[BaseMessage]:
-        out = []
-        built: dict[int, tuple[Message, BaseMessage]] = {}
-        for m in sent:
-            lc = self.by_id.get(id(m))
-            if lc is None:
-                hit = self.built.get(id(m))
-                if hit is None or hit[0] is not m:
-                    hit = (m, message_to_langchain(m))
-                built[id(m)] = hit
-                lc = hit[1]
-            out.append(lc)
-        self.built = built
-        return out
-
-    def convert(self, system: BaseMessage | None, messages: Sequence[BaseMessage]) -> AppendLog:
-        # The whole list is compared with what was converted (identity first, in C): a
-        # conversation is followed only while it really extends what was mapped. LangGraph
-        # gives no append-only identity to lean on instead: the state's message list is a new
-        # list after every step, and under one thread_id the history can still be edited
-        # (RemoveMessage, update_state, a message replaced by id); without a checkpointer
-        # every conversation shares the thread None.
-        old = self.system
-        if system is not old and (system is None or old is None or system != old):
-            self._cut(0)
-            self.sources.clear()
-            self.system = system
-            if system is not None:
-                self._append(system, -1)
-        keep = common_prefix(self.sources, messages)
-        base = keep + (system is not None)
-        del self.sources[keep:]
-        new = []
-        for i in range(keep, len(messages)):
-            self.sources.append(messages[i])
-            new.append(self._read(messages[i], i))
-        dropped = self.converted[base:]
-        same = self.converted.put_tail(base, new)
-        for m in dropped[same:]:
-            self.by_id.pop(id(m), None)
-        for m, lc in zip(self.converted[base:], messages[keep:], strict=True):
-            self.by_id[id(m)] = lc  # a kept conversion now stands for the current object
-        return self.converted
-
-    def _read(self, lc: BaseMessage, index: int) -> Message:
-        m = message_from_langchain(lc, index)
-        if m.role == "user" and self.is_person is not None and not by_person(m, self.is_person):
-            return synthetic(m)
-        return m
-
-    def _append(self, lc: BaseMessage, index: int) -> None:
-        m = self._read(lc, index)
-        self.converted.append(m)
-        self.by_id[id(m)] = lc
-
-    def _cut(self, n: int) -> None:
-        for m in self.converted[n:]:
-            self.by_id.pop(id(m), None)
-        self.converted.cut(n)
-
-
-class CompactionMiddleware(AgentMiddleware):
+class CompactionMiddleware(AgentMiddleware[CompactionState, Any]):
     """Compact the request before every model call of a LangChain v1 agent.
 
     ``pipeline`` is the ladder (default
@@ -193,7 +126,12 @@ class CompactionMiddleware(AgentMiddleware):
 
     ``compactor(thread_id)`` answers the compactor of a thread (its ``stats`` say what it
     did); ``last_request`` the messages the last model call was sent, system message first.
+    A handoff is kept in the thread's state ([`CompactionState`][]), so forgetting the
+    thread's compactor does not lose it. Notes name the memory tools the request offers,
+    whether or not ``count_tools`` counts their schemas.
     """
+
+    state_schema = CompactionState
 
     def __init__(
         self,
@@ -298,11 +236,33 @@ class CompactionMiddleware(AgentMiddleware):
 
     # -- the call ---------------------------------------------------------------------------------
 
-    def _convert(self, state: _Thread, request: ModelRequest) -> AppendLog:
+    def _convert(self, state: _Thread, request: ModelRequest) -> tuple[AppendLog, str | None]:
+        """The request's messages converted, handed off if the model asked; with the call id
+        of a handoff made now (None: none)."""
         messages = state.convert(getattr(request, "system_message", None), request.messages)
-        if self.handoff:
-            context_tools.hand_off_if_asked(state.compactor, messages)
-        return messages
+        # Notes name the memory tools offered, counted or not (count_tools=False).
+        named = [t if isinstance(t, Mapping) else {"name": getattr(t, "name", None)}
+                 for t in request.tools or ()]  # fmt: skip
+        state.compactor.memory_tools = memory_tool_names(named)
+        if not self.handoff:
+            return messages, None
+        # A handoff the state records and this compactor never made (it was forgotten, or
+        # the process restarted on a checkpoint) is made again first.
+        kept = request.state.get(HANDOFF_KEY) if isinstance(request.state, Mapping) else None
+        context_tools.restore_handoff(state.compactor, messages, kept)
+        made = context_tools.hand_off_if_asked(state.compactor, messages)
+        return messages, (made.result.tool_call_id if made is not None else None)
+
+    @staticmethod
+    def _keep(response: Any, handed: str | None) -> Any:
+        """``response``, with the state update that records a handoff made now."""
+        if handed is None:
+            return response
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={HANDOFF_KEY: handed})
+        )
 
     def _rebuild(
         self, request: ModelRequest, state: _Thread, sent: Sequence[Message]
@@ -338,40 +298,42 @@ class CompactionMiddleware(AgentMiddleware):
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], ModelResponse],
-    ) -> ModelResponse | AIMessage:
+    ) -> ModelResponse | AIMessage | ExtendedModelResponse:
         """Send ``handler`` the request with its messages compacted (when they need it)."""
         # Outside the try: a missing window is the caller's to fix, and running the whole
         # agent uncompacted with a warning per call would hide it until the provider refuses.
         state = self._thread(request)
+        handed = None
         try:
-            messages = self._convert(state, request)
+            messages, handed = self._convert(state, request)
             sent = state.compactor.before_call(messages)
             self._last = (sent, len(sent), getattr(sent, "epoch", 0))
             new = request if sent is messages else self._rebuild(request, state, sent)
         except Exception as exc:
             self._failed(exc)
-            return handler(request)
+            return self._keep(handler(request), handed)
         response = handler(new)
         self._observe(state, response)
-        return response
+        return self._keep(response, handed)
 
     async def awrap_model_call(
         self,
         request: ModelRequest,
         handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
-    ) -> ModelResponse | AIMessage:
+    ) -> ModelResponse | AIMessage | ExtendedModelResponse:
         """Async twin of [`wrap_model_call`][] (awaits summarisers that do I/O)."""
         # Outside the try: a missing window is the caller's to fix, and running the whole
         # agent uncompacted with a warning per call would hide it until the provider refuses.
         state = self._thread(request)
+        handed = None
         try:
-            messages = self._convert(state, request)
+            messages, handed = self._convert(state, request)
             sent = await state.compactor.abefore_call(messages)
             self._last = (sent, len(sent), getattr(sent, "epoch", 0))
             new = request if sent is messages else self._rebuild(request, state, sent)
         except Exception as exc:
             self._failed(exc)
-            return await handler(request)
+            return self._keep(await handler(request), handed)
         response = await handler(new)
         self._observe(state, response)
-        return response
+        return self._keep(response, handed)

@@ -53,6 +53,7 @@ from .._log import log
 from ..adapters import AdapterError
 from ..adapters._coerce import plain as _plain
 from ..adapters.person import IsPerson
+from ..memory.offered import MEMORY_TOOLS, memory_tool_names
 from ..trigger import Compactor, CompactorStats
 from ._compactor import MissingWindowError, default_pipeline
 from ._litellm_parts import (
@@ -85,6 +86,8 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
     ``handoff=True`` ``new_context_tool``, used the same way: after the model's
     ``new_context`` call, the next request is a fresh window (the system prompt, the task,
     the ledger with the person's rules verbatim, the model's note; [`compaction.handoff`][]).
+    Notes name the memory tools the request's ``tools`` offer (counted or not); a request
+    that does not carry ``tools`` is taken to offer those the hook was asked for.
 
     Only the person's words are kept as theirs (their rules and limits outlive a compaction
     verbatim). Agents that send command output as user messages (mini-swe-agent's
@@ -122,6 +125,7 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
         self.recall_tool = MessagesRecall() if recall else None
         self.search_tool = MessagesSearch() if search else None
         self.new_context_tool = MessagesNewContext() if handoff else None
+        self._offered = tuple(n for n in MEMORY_TOOLS if {"search": search, "recall": recall}[n])
         if window is not None and (
             isinstance(window, bool) or not isinstance(window, int) or window <= 0
         ):
@@ -267,6 +271,9 @@ class CompactionHook(CustomLogger):  # type: ignore[misc]
                 self._key(model, messages, request), messages, window, request.get("tools")
             )
             converted = conversation.history.convert(messages)
+            tools = request.get("tools")  # notes name the memory tools offered (see above)
+            offered = memory_tool_names(tools) if isinstance(tools, list) else self._offered
+            conversation.compactor.memory_tools = offered
             if self.new_context_tool is not None:
                 hand_off_if_asked(conversation.compactor, converted)
         except (AdapterError, TypeError, ValueError) as exc:

@@ -24,15 +24,20 @@ message and never rewritten. A compaction that fails leaves the input as it was.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._log import log
-from ..adapters import AdapterError
 from ..adapters.person import IsPerson
-from ..adapters.responses import message_to_responses, to_responses
+from ..adapters.responses import message_to_responses
 from ..messages import Message
 from ..trigger import Compactor
+from ._agents_session import (
+    CompactionSession,
+    checked,
+    offer_memory_tools,
+    read_items,
+    tell_refusals,
+)
 from ._compactor import MissingWindowError, build_compactor
 from ._incremental import ResponsesHistory
 from ._written import WrittenView, many_each
@@ -46,24 +51,6 @@ __all__ = ["CompactionFilter", "CompactionSession", "MissingWindowError"]
 
 # Marks the system message that stands for the agent's instructions while compacting.
 _INSTRUCTIONS = "openai_agents_instructions"
-
-
-def _read(
-    history: ResponsesHistory, items: Any, lead: tuple[Message, ...] = ()
-) -> Sequence[Message] | None:
-    # An item the adapter cannot read (a new SDK item kind, a malformed one) is no reason to
-    # end the run: the input goes to the model as it is, and the log says why.
-    try:
-        return history.convert(items, lead)
-    except (AdapterError, TypeError, ValueError) as exc:
-        log.warning("openai_agents.unreadable_input", error=exc)
-        return None
-
-
-def _checked(is_person: IsPerson | None) -> IsPerson | None:
-    if is_person is not None and not callable(is_person):
-        raise TypeError(f"is_person must be callable, got {type(is_person).__name__}")
-    return is_person
 
 
 class _Instructions:
@@ -97,7 +84,11 @@ class CompactionFilter:
     words, from the same input); ``handoff=True`` offers [`new_context_tool`][]: after the
     model calls it, the next request is a fresh window (the instructions, the task, the
     ledger with the person's rules verbatim, the model's note; see [`compaction.handoff`][]).
-    Without a window (or a compactor) it raises ``MissingWindowError``.
+    A function tool cannot see the model's step, so a handoff refused only once the step is
+    known (the model called another tool beside ``new_context``) is told in the next input:
+    the call's output there says why, in place of the tool's answer. Notes name the memory
+    tools the agent offers, counted or not. Without a window (or a compactor) it raises
+    ``MissingWindowError``.
 
     Only the person's words are kept as theirs (their rules and limits outlive a compaction
     verbatim): a user message that opens like command output or a harness's reply is not;
@@ -121,7 +112,7 @@ class CompactionFilter:
         self.compactor = build_compactor(compactor, window, pipeline, options)
         self.observe_usage = bool(observe_usage)
         # The items converted so far: a call converts only what the runner appended.
-        self._history = ResponsesHistory(_checked(is_person))
+        self._history = ResponsesHistory(checked(is_person))
         self._lead = _Instructions()
         # The compacted view as written back: a call between compactions writes only the
         # items appended since.
@@ -136,6 +127,10 @@ class CompactionFilter:
             held = memory
             self._tools = AgentsContextTools(lambda: held.items)
         self._search, self.handoff = bool(search), bool(handoff)
+        # Handoffs refused after the tool answered (it cannot see the model's step): call id
+        # -> the refusal, told to the model in every later input (see _agents_session).
+        self._refused: dict[str, str] = {}
+        self._where: dict[str, int] = {}
         # Without tools= the agent's own function tools are counted, as the runner sends their
         # schemas with every request: known only at the first call.
         self._learn_tools = compactor is None and "tools" not in options
@@ -174,15 +169,31 @@ class CompactionFilter:
         model_data = data.model_data
         if self._memory is not None:
             self._memory.remember(model_data.input)
+        # Notes name the memory tools the agent offers, whether or not their schemas are
+        # counted (a ready compactor= counts only the tools it was given).
+        offer_memory_tools(
+            self.compactor,
+            [getattr(t, "name", None) for t in getattr(data.agent, "tools", None) or ()],
+        )
         instructions = model_data.instructions
-        messages = _read(self._history, model_data.input, self._lead(instructions))
+        lead = self._lead(instructions)
+        items = tell_refusals(model_data.input, self._refused, self._where)
+        messages = read_items(self._history, items, lead)
         if messages is None:
             return model_data
         if self.handoff:
-            hand_off_if_asked(self.compactor, messages)
+            before = len(self._refused)
+            hand_off_if_asked(self.compactor, messages, self._refused)
+            if len(self._refused) > before:  # refused now: the model is told in this input
+                items = tell_refusals(items, self._refused, self._where)
+                messages = read_items(self._history, items, lead)
+                if messages is None:
+                    return model_data
         request = await self.compactor.abefore_call(messages)
         if not self.compactor.compacted:
-            return model_data
+            if items is model_data.input:
+                return model_data
+            return ModelInputData(input=items, instructions=instructions)
         # The instructions travel on their own; they can only be the first message (the
         # ladder keeps the system block first).
         kept = request[1:] if request and request[0].meta.get(_INSTRUCTIONS) else request
@@ -232,83 +243,3 @@ class CompactionFilter:
                 observe(getattr(response, "usage", None))
 
         return _Observe()
-
-
-class CompactionSession:
-    """Any Agents SDK ``Session``, handing the runner its history compacted.
-
-    ``session`` is the session that stores the items (it keeps them all, raw); the other
-    arguments (``is_person`` included) are those of [`CompactionFilter`][]. Attributes the
-    wrapper does not define
-    (``close()``, a store's own methods) are the wrapped session's.
-    """
-
-    def __init__(
-        self,
-        session: Any,
-        compactor: Compactor | None = None,
-        *,
-        window: int | None = None,
-        pipeline: CompactionPipeline | None = None,
-        is_person: IsPerson | None = None,
-        **options: Any,
-    ) -> None:
-        for method in ("get_items", "add_items", "pop_item", "clear_session"):
-            if not callable(getattr(session, method, None)):
-                raise TypeError(
-                    f"session must be an Agents SDK Session (it has no {method}()), got "
-                    f"{type(session).__name__}"
-                )
-        self.session = session
-        self.compactor = build_compactor(compactor, window, pipeline, options)
-        self._history = ResponsesHistory(_checked(is_person))
-
-    @property
-    def session_id(self) -> str:
-        """The wrapped session's id."""
-        return str(self.session.session_id)
-
-    @property
-    def session_settings(self) -> Any:
-        """The wrapped session's settings (``SessionSettings`` or None)."""
-        return getattr(self.session, "session_settings", None)
-
-    async def get_items(self, limit: int | None = None) -> list[Any]:
-        """The history, compacted; with ``limit``, the wrapped session's raw latest items."""
-        items = await self.session.get_items(limit) if limit is not None else None
-        if items is not None:
-            return list(items)
-        items = list(await self.session.get_items())
-        messages = _read(self._history, items)
-        if messages is None:
-            return items
-        request = await self.compactor.abefore_call(messages)
-        if not self.compactor.compacted:
-            return items
-        return to_responses(request)
-
-    async def add_items(self, items: list[Any]) -> None:
-        """Stored, raw, in the wrapped session."""
-        await self.session.add_items(items)
-
-    async def pop_item(self) -> Any:
-        """The wrapped session's latest item, removed from it."""
-        item = await self.session.pop_item()
-        # The stored history no longer extends what the compactor mapped.
-        self.compactor.reset()
-        return item
-
-    async def clear_session(self) -> None:
-        """Clear the wrapped session (and forget its compacted view)."""
-        await self.session.clear_session()
-        self.compactor.reset()
-
-    def __getattr__(self, name: str) -> Any:
-        # Only public names: the runner probes private hooks (_get_items_with_generation...)
-        # that would bypass the compacted read if they were passed through.
-        if name.startswith("_") or name == "session":
-            raise AttributeError(name)
-        return getattr(self.session, name)
-
-    def __repr__(self) -> str:
-        return f"CompactionSession({self.session!r}, {self.compactor!r})"

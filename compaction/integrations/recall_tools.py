@@ -177,8 +177,9 @@ def langchain_recall_tool() -> Any:
 # -- pydantic-ai -------------------------------------------------------------------------------
 
 
-def pydantic_ai_recall_toolset() -> Any:
-    """A pydantic-ai ``FunctionToolset`` with ``recall``, answering from the run's messages."""
+def pydantic_ai_recall_toolset(history: Callable[[Any], Sequence[Message]] | None = None) -> Any:
+    """A pydantic-ai ``FunctionToolset`` with ``recall``, answering from the run's messages
+    (or from ``history(ctx)``, for a drop-in that keeps what the run's messages lost)."""
     from pydantic_ai import RunContext, Tool
     from pydantic_ai.toolsets import FunctionToolset
 
@@ -186,6 +187,8 @@ def pydantic_ai_recall_toolset() -> Any:
 
     def recall(ctx: RunContext[Any], id: str) -> str:
         """Look up an earlier message by its recall id."""
+        if history is not None:
+            return recall_answer(id, history(ctx))
         return recall_answer(id, _converted(from_pydantic_ai, list(ctx.messages)))
 
     recall.__annotations__ = {"ctx": RunContext[Any], "id": str, "return": str}
