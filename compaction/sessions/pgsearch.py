@@ -86,7 +86,7 @@ _UNSTORABLE: Final = re.compile("[\x00\x1f\ud800-\udfff]")
 _MARK: Final = "\x1f"
 # Captured, so that split() keeps the runs between the words.
 _PUNCTUATION: Final = re.compile(r"([^\w\s]+)")
-# Rows per INSERT (5 parameters each; PostgreSQL takes at most 65,535).
+# Rows per statement: bounds what one statement holds (the arrays are sent whole).
 _ROWS_PER_INSERT: Final = 500
 _HEADLINE: Final = (
     "StartSel=[, StopSel=], MaxWords=24, MinWords=8, ShortWord=1, MaxFragments=2,"
@@ -139,23 +139,26 @@ def _rows(name: str, entries: Iterable[Entry]) -> list[tuple[Any, ...]]:
     ]
 
 
-def _values(rows: Sequence[tuple[Any, ...]]) -> tuple[str, list[Any]]:
-    """A ``VALUES`` list for ``rows`` and its parameters (the text made a ``tsvector`` by the
-    server; the text itself is not kept: the history holds it, and snippets are cut from it
-    for the hits alone)."""
-    values = ", ".join(["(%s, %s::bigint, %s::integer, %s)"] * len(rows))
-    return values, [v for row in rows for v in row]
+def _columns(rows: Sequence[tuple[Any, ...]]) -> list[Any]:
+    """``rows`` as three arrays (seq, part, text): one statement text whatever the number of
+    rows, so neither the driver nor the server parses a new one each time."""
+    return [[r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]]
 
 
-def _insert(conn: psycopg.Connection[Any], rows: Sequence[tuple[Any, ...]]) -> None:
-    # Many rows per statement, never executemany (which prepares): see pgrows.insert_messages.
+#: The rows of ``unnest`` arrays, each text made a ``tsvector`` by the server (the text itself
+#: is not kept: the history holds it, and snippets are cut from it for the hits alone).
+_NEW_ROWS: Final = (
+    f"SELECT %s, v.q, v.p, to_tsvector('{CONFIG}', v.b)"
+    " FROM unnest(%s::bigint[], %s::integer[], %s::text[]) AS v (q, p, b)"
+)
+
+
+def _insert(conn: psycopg.Connection[Any], name: str, rows: Sequence[tuple[Any, ...]]) -> None:
+    # Never executemany (which prepares): see pgrows.insert_messages.
     for start in range(0, len(rows), _ROWS_PER_INSERT):
-        values, params = _values(rows[start : start + _ROWS_PER_INSERT])
         conn.execute(
-            f"INSERT INTO {TABLE} (session, seq, part, words)"
-            f" SELECT v.s, v.q, v.p, to_tsvector('{CONFIG}', v.b)"
-            f" FROM (VALUES {values}) AS v (s, q, p, b) ON CONFLICT DO NOTHING",
-            params,
+            f"INSERT INTO {TABLE} (session, seq, part, words) {_NEW_ROWS} ON CONFLICT DO NOTHING",
+            [name, *_columns(rows[start : start + _ROWS_PER_INSERT])],
             prepare=False,
         )
 
@@ -179,15 +182,12 @@ def index_since(
         if not rows:
             return done
         if len(rows) <= _ROWS_PER_INSERT:
-            values, params = _values(rows)
             inserted = conn.execute(
-                f"WITH g AS (SELECT set_config('synchronous_commit', 'off', true)"
-                f" FROM compaction_sessions WHERE name = %s AND epoch::text = %s FOR SHARE)"
-                f" INSERT INTO {TABLE} (session, seq, part, words)"
-                f" SELECT v.s, v.q, v.p, to_tsvector('{CONFIG}', v.b)"
-                f" FROM (VALUES {values}) AS v (s, q, p, b), g ON CONFLICT DO NOTHING"
-                " RETURNING seq",
-                [name, history.epoch, *params],
+                "WITH g AS (SELECT set_config('synchronous_commit', 'off', true)"
+                " FROM compaction_sessions WHERE name = %s AND epoch::text = %s FOR SHARE)"
+                f" INSERT INTO {TABLE} (session, seq, part, words) {_NEW_ROWS}, g"
+                " ON CONFLICT DO NOTHING RETURNING seq",
+                [name, history.epoch, name, *_columns(rows)],
                 prepare=False,
             ).fetchall()
             if inserted:
@@ -218,7 +218,7 @@ def _catch_up(conn: psycopg.Connection[Any], name: str, history: History) -> boo
     if row is None or str(row[0]) != history.epoch:
         return False
     start = history.first_seq if row[1] is None else row[1] + 1
-    _insert(conn, _rows(name, history.entries[max(0, start - history.first_seq) :]))
+    _insert(conn, name, _rows(name, history.entries[max(0, start - history.first_seq) :]))
     return True
 
 
