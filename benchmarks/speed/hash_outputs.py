@@ -73,15 +73,25 @@ def digest(result: CompactionResult) -> str:
 
 
 def live_digest(messages: Any, window: int) -> str:
-    """The hash of every answer ``before_call`` gives over the session, call by call."""
+    """The hash of every answer ``before_call`` gives over the session, call by call: each
+    answer as how many messages of the last one it keeps at its head (equal by value), then
+    the rest hashed in full (a long session's answers share most of their messages)."""
     compactor = Compactor(None, window, counter=TiktokenCounter())
     history: list[Any] = []
     points = set(call_points(messages))
     h = hashlib.sha256()
+    last: list[Any] = []
     for i, m in enumerate(messages):
         if i in points:
-            _rows(h, compactor.before_call(history))
-            h.update(b"\1")
+            answer = list(compactor.before_call(history))
+            kept = 0
+            for old, new in zip(last, answer, strict=False):
+                if old is not new and old != new:
+                    break
+                kept += 1
+            h.update(f"\1{kept} {len(answer)}\1".encode())
+            _rows(h, answer[kept:])
+            last = answer
         history.append(m)
     h.update(str(compactor.stats.compactions).encode())
     return h.hexdigest()[:16]

@@ -65,6 +65,7 @@ class Ledger:
     __slots__ = (
         "chars",
         "commands",
+        "current",
         "edited",
         "errors",
         "failing",
@@ -94,6 +95,12 @@ class Ledger:
         # ``said`` indexed by subject (the list it indexes, the index): see ``_subjects``
         self.sentences: tuple[list[Statement], Subjects] | None = None
         self.stale: list[tuple[str, str]] = []  # (superseded sentence, by)
+        # What [`compaction.memory.note`][] last found current in ``said`` against the later
+        # messages, with what it was asked about (``said``, ``stale``, the later texts): a
+        # ledger written again in less room is not read against them again.
+        self.current: tuple[tuple[object, ...], tuple[Statement, ...], tuple[str, ...]] | None = (
+            None
+        )
         self.seen: set[str] = set()
         self.files: dict[str, None] = {}
         self.edited: dict[str, None] = {}
