@@ -125,3 +125,18 @@ def test_statements_are_sized_by_the_counter_asked() -> None:
         assert said_sized(message, counter) == tuple(
             (s.kind, counter.count_text(s.text) + 1) for s in said(message)
         )
+
+
+def test_the_ladder_s_comparison_reads_a_changed_message_again() -> None:
+    from compaction._persons import shown
+
+    before = [user("Never push to main."), user("Use port 8080.")]
+    assert shown(before, before) == 2
+    edited = [before[0], before[1].replace(content="ok")]
+    assert shown(before, edited) == 1
+    # a note that shows the statement as a ledger line, and one with other text
+    shows = Message("user", "[note]\n- Use port 8080.", meta={PROVENANCE_KEY: {"kind": "note"}})
+    assert shown(before, [before[0], shows]) == 2
+    assert shown(before, [before[0], shows.replace(content="[note]")]) == 1
+    assert shown([_note("Never touch the database.")], before) == 0
+    assert shown([_note("Use port 8080.")], before) == 1

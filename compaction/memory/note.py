@@ -271,6 +271,8 @@ def _replaced(by: dict[str, list[str]], current: str) -> str:
     Latest value only stays the rule for what is *current*: the replaced values are shown
     beside the current one, labelled, so the history is visible without a stale value ever
     reading as current."""
+    if current not in by:  # it superseded nothing
+        return ""
     values = _history(by, current, set(values_of(current)))
     return _values_line(" (replaced earlier: ", [v for v in values if v not in current])
 
