@@ -13,6 +13,7 @@ shown as one range; the full list is in ``meta``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
@@ -221,6 +222,13 @@ def _labelled(
     return text
 
 
+@functools.lru_cache(maxsize=1024)
+def _sentences(text: str) -> tuple[str, ...]:
+    """The statements of a later message, by its text: a run writes one ledger a round (and a
+    note for every cut it tries) against the same later messages."""
+    return tuple(s.text for s in statements(text))
+
+
 def _current(ledger: Ledger, later: Sequence[str]) -> tuple[list[Statement], list[str]]:
     """The ledger's statements that no person's message in ``later`` supersedes; and the
     values those it supersedes held that their newer statements do not (newest first).
@@ -237,7 +245,7 @@ def _current(ledger: Ledger, later: Sequence[str]) -> tuple[list[Statement], lis
     held = ledger.current
     if held is not None and held[0] == key:
         return list(held[1]), list(held[2])
-    later_sentences = [s.text for text in later for s in statements(text)]
+    later_sentences = [s for text in later for s in _sentences(text)]
     index = Subjects(s.text for s in ledger.said)
     by = _by_newer(ledger.stale)
     values: list[str] = []

@@ -302,7 +302,10 @@ class Subjects:
         if not new.values or not a:
             return out
         by_word = self._by_word
-        shared = Counter(chain.from_iterable(by_word.get(w, ()) for w in new.subject))
+        held = [by_word[w] for w in new.subject if w in by_word]
+        if not held:  # most sentences share no word with those held: nothing to count
+            return out
+        shared = Counter(chain.from_iterable(held))
         for text, n in shared.items():
             if text in out:
                 continue
