@@ -140,3 +140,27 @@ def test_the_ladder_s_comparison_reads_a_changed_message_again() -> None:
     assert shown(before, [before[0], shows.replace(content="[note]")]) == 1
     assert shown([_note("Never touch the database.")], before) == 0
     assert shown([_note("Use port 8080.")], before) == 1
+
+
+def test_a_ledger_reads_a_note_with_other_meta_again() -> None:
+    one, two = _note("Never touch the database."), _note("Always run the tests first.")
+    for _ in range(2):
+        assert [s.text for s in ledger_of([one]).said] == ["Never touch the database."]
+        assert [s.text for s in ledger_of([two]).said] == ["Always run the tests first."]
+
+
+def test_a_layer_s_cached_read_follows_a_changed_call() -> None:
+    from compaction import ToolCall
+    from compaction.messages import assistant, tool
+
+    def call(command: str) -> Message:
+        return assistant("", tool_calls=[ToolCall("c1", "bash", f'{{"command": "{command}"}}')])
+
+    first = [call("cat a.py"), tool("c1", "x")]
+    assert list(ledger_of(first, {}).files) == ["a.py"]
+    assert list(ledger_of([call("cat b.py"), tool("c1", "x")], {}).files) == ["b.py"]
+    assert list(ledger_of(first, {}).files) == ["a.py"]
+    # what a cached ledger holds is never changed by the ledgers that absorb it
+    grown = ledger_of(first, {})
+    grown.add_message(call("cat c.py"), {})
+    assert list(ledger_of(first, {}).files) == ["a.py"]
