@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from .agents import waiting
 from .offered import offered, tools_line
-from .words import PRIORITY, Statement, Subjects, statements, values_of
+from .words import PRIORITY, Statement, Subjects, statements, value_set, values_of
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -316,8 +316,8 @@ def replaced_values(ledger: Ledger, later: Sequence[str] = ()) -> set[str]:
     those a message in ``later`` supersedes) that no current statement holds. A text that
     shows one of them outside its label presents a stale value as current."""
     said, since = _current(ledger, later)
-    current = {v for s in said for v in values_of(s.text)}
-    old = {v for text, _ in ledger.stale for v in values_of(text)}
+    current = set().union(*(value_set(s.text) for s in said))
+    old = set().union(*(value_set(text) for text, _ in ledger.stale))
     return (old | set(since)) - current
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "subject_of",
     "superseded",
     "supersedes",
+    "value_set",
     "values_of",
 ]
 
@@ -200,6 +201,11 @@ def _read(text: str) -> _Reading:
         _changes(text),
         _PROHIBITION.match(text) is not None,
     )
+
+
+def value_set(text: str) -> frozenset[str]:
+    """The values of ``text`` ([`values_of`][]) as a set, from its kept reading."""
+    return _read(text).values
 
 
 def _supersedes(new: _Reading, old: _Reading) -> bool:

@@ -122,24 +122,27 @@ class _RoundPlanner:
             plain = attrs.evolve(words, words=frozenset())
             if plain.protected != words.protected:
                 other = counted(self._plan_on(plain, messages, counts, over, target, counter))
-                if plan is None or (
-                    other is not None
-                    and self._shows(other, counts, counter) > self._shows(plan, counts, counter)
-                ):
+                if plan is None:
                     plan = other
+                elif other is not None:
+                    stated = [len(_said(m)) for m in messages]  # read once for both plans
+                    if self._shows(other, counts, counter, stated) > self._shows(
+                        plan, counts, counter, stated
+                    ):
+                        plan = other
         return plan
 
-    def _shows(self, plan: _Round, counts: Sequence[int], counter: TokenCounter) -> int:
+    def _shows(
+        self, plan: _Round, counts: Sequence[int], counter: TokenCounter, stated: Sequence[int]
+    ) -> int:
         """About how many of the person's statements the conversation would show after
         ``plan``: those in the messages that stay, and those of the replaced stretch that its
-        ledger has room for (each whole, by priority; supersession aside)."""
-        kept = 0
+        ledger has room for (each whole, by priority; supersession aside). ``stated``: how
+        many statements each message of ``plan.messages`` carries."""
+        kept = sum(stated) - sum(stated[plan.start : plan.end])
         said: list[tuple[str, int]] = []
-        for index, message in enumerate(plan.messages):
-            if plan.start <= index < plan.end:
-                said.extend(_said_sized(message, counter))
-            else:
-                kept += len(_said(message))
+        for message in plan.messages[plan.start : plan.end]:
+            said.extend(_said_sized(message, counter))
         replaced = sum(counts[plan.start : plan.end])
         room = plan.room(counter, replaced, self._expected(replaced)) - 2 * _SUMMARY_OVERHEAD
         return kept + len(_choose(said, room))
