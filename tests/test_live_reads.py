@@ -164,3 +164,22 @@ def test_a_layer_s_cached_read_follows_a_changed_call() -> None:
     grown = ledger_of(first, {})
     grown.add_message(call("cat c.py"), {})
     assert list(ledger_of(first, {}).files) == ["a.py"]
+
+
+def test_the_trigger_sees_a_message_changed_in_the_middle_of_a_list_it_copied_in_steps() -> None:
+    from compaction.messages import assistant
+    from compaction.trigger import Compactor
+
+    counter = ApproximateCounter()
+    compactor = Compactor(None, 10_000_000, counter=counter)
+    history: list[Message] = [user("Fix the parser.")]
+    for i in range(6):
+        history.append(assistant(f"step {i}"))
+        assert compactor.before_call(history) is history
+        assert compactor.stats.last_tokens == counter.count_messages(history)
+    history[3] = assistant("x" * 4_000)  # an earlier message replaced in place
+    compactor.before_call(history)
+    assert compactor.stats.last_tokens == counter.count_messages(history)
+    history.append(assistant("done"))
+    compactor.before_call(history)
+    assert compactor.stats.last_tokens == counter.count_messages(history)
