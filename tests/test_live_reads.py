@@ -183,3 +183,40 @@ def test_the_trigger_sees_a_message_changed_in_the_middle_of_a_list_it_copied_in
     history.append(assistant("done"))
     compactor.before_call(history)
     assert compactor.stats.last_tokens == counter.count_messages(history)
+
+
+_SENTENCES = st.sampled_from(
+    [
+        "The port is 8080.",
+        "The port is now 9090.",
+        "Now the port is 7070 for staging.",
+        "Never deploy on Friday.",
+        "Never deploy on Monday.",
+        "Actually, never deploy on Monday 3.",
+        "The budget cap is $4,700.",
+        "Update: the budget cap is now $6,200.",
+        "Job 1 must use port 8001.",
+        "Job 2 must use port 8002.",
+        "Job 1 must now use port 8003.",
+        "Use Python 3.11.",
+        "Use Python 3.12 instead.",
+        "Deploy to staging.",
+        "ok",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_SENTENCES, max_size=12), st.lists(_SENTENCES, max_size=8))
+def test_supersessions_found_from_the_older_are_every_pair_that_supersedes(
+    newer: list[str], older: list[str]
+) -> None:
+    from compaction.memory._supersede import supersessions
+    from compaction.memory.words import Subjects, supersedes
+
+    found = supersessions(newer, older)
+    index = Subjects(older)
+    for at, text in enumerate(newer):
+        expected = {old for old in older if supersedes(text, old)}
+        assert found.get(at, set()) == expected
+        assert index.superseded_by(text) == expected

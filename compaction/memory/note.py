@@ -18,9 +18,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from ._supersede import supersessions
 from .agents import waiting
 from .offered import offered, tools_line
-from .words import PRIORITY, Statement, Subjects, statements, value_set, values_of
+from .words import PRIORITY, Statement, statements, value_set, values_of
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -246,14 +247,12 @@ def _current(ledger: Ledger, later: Sequence[str]) -> tuple[list[Statement], lis
     if held is not None and held[0] == key:
         return list(held[1]), list(held[2])
     later_sentences = [s for text in later for s in _sentences(text)]
-    index = Subjects(s.text for s in ledger.said)
+    hits = supersessions(later_sentences, (s.text for s in ledger.said))
     by = _by_newer(ledger.stale)
     values: list[str] = []
     stale: set[str] = set()
-    for newer in reversed(later_sentences):
-        hit = index.superseded_by(newer)
-        if not hit:
-            continue
+    for at in sorted(hits, reverse=True):  # the newest first
+        newer, hit = later_sentences[at], hits[at]
         now = set(values_of(newer))
         for old in sorted(hit - stale):
             for value in [*values_of(old), *_history(by, old, now)]:
