@@ -34,10 +34,17 @@ _SIZED: Final[
 _SAYS: Final[weakref.WeakKeyDictionary[Message, bool]] = weakref.WeakKeyDictionary()
 
 
+#: The mappings under ``_SAID`` and ``_SAYS``, read directly (``data[ref(key)]``, as the
+#: mapping itself would): the planner asks for every message of the view each round.
+_SAID_DATA: Final[dict[weakref.ref[Message], tuple[Statement, ...]]] = _SAID.data  # type: ignore[attr-defined]
+_SAYS_DATA: Final[dict[weakref.ref[Message], bool]] = _SAYS.data  # type: ignore[attr-defined]
+_ref = weakref.ref
+
+
 def said(message: Message) -> tuple[Statement, ...]:
     """The person's statements ``message`` carries: its own, or the ledger a note of ours
     records (read once per message)."""
-    found = _SAID.get(message)
+    found = _SAID_DATA.get(_ref(message))
     if found is None:
         found = _SAID[message] = tuple(_read_said(message))
     return found
@@ -61,7 +68,7 @@ def said_sized(message: Message, counter: TokenCounter) -> tuple[tuple[str, int]
 
 
 def _says(message: Message) -> bool:
-    says = _SAYS.get(message)
+    says = _SAYS_DATA.get(_ref(message))
     if says is None:
         says = _SAYS[message] = bool(statements(message.content))
     return says
