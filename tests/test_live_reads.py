@@ -220,3 +220,16 @@ def test_supersessions_found_from_the_older_are_every_pair_that_supersedes(
         expected = {old for old in older if supersedes(text, old)}
         assert found.get(at, set()) == expected
         assert index.superseded_by(text) == expected
+
+
+def test_a_note_names_its_originals_once_whether_or_not_they_are_there_before_it() -> None:
+    from compaction.memory.trace import refs_of
+    from compaction.memory.transcript import message_ref
+
+    raw = [user(f"Message {i}.") for i in range(4)]
+    ids = [message_ref(m) for m in raw]
+    note = Message("user", "[note]", meta={PROVENANCE_KEY: {"kind": "note", "replaces": ids[:3]}})
+    # the note first: all it stands for, then what follows it
+    assert refs_of([note, raw[3]]) == (*ids[:3], ids[3])
+    # an original still there before the note is counted once
+    assert refs_of([raw[1], note, raw[3]]) == (ids[1], ids[0], ids[2], ids[3])
