@@ -27,14 +27,19 @@ def supersessions(newer: Sequence[str], older: Iterable[str]) -> dict[int, set[s
     out: dict[int, set[str]] = {}
     if not olds:
         return out
+    # only the words an older subject holds are ever looked up: the rest are not indexed
+    wanted = frozenset().union(*(old.subject for _, old in olds))
     by_word: dict[str, list[int]] = {}
     sizes: dict[int, int] = {}
     for at, text in enumerate(newer):
         reading = _read(text)
-        if not reading.values or not reading.subject:
-            continue  # a sentence without a value or a subject supersedes nothing
+        if not reading.values:
+            continue  # a sentence without a value supersedes nothing
+        shared = reading.subject & wanted
+        if not shared:
+            continue
         sizes[at] = len(reading.subject)
-        for word in reading.subject:
+        for word in shared:
             by_word.setdefault(word, []).append(at)
     if not by_word:
         return out
