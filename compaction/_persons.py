@@ -14,7 +14,9 @@ message as it was.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
+from typing import Final
 
 from .engine import Run
 from .memory.note import line_statement
@@ -51,20 +53,43 @@ def _said(message: Message) -> list[str]:
     return [str(item[1]) for item in said if isinstance(item, (list, tuple)) and len(item) == 2]
 
 
+#: Each message's keys, read once while it lives: the statements it carries (``_WANTED``) and
+#: those it shows (``_SHOWN``). The ladder weighs several answers per run, each made mostly of
+#: the same messages, and a loop runs the ladder again on what the last run kept. Keyed by
+#: the message's value (its meta takes part in its equality), so a changed one is read again.
+_WANTED: Final[weakref.WeakKeyDictionary[Message, frozenset[str]]] = weakref.WeakKeyDictionary()
+_SHOWN: Final[weakref.WeakKeyDictionary[Message, frozenset[str]]] = weakref.WeakKeyDictionary()
+
+
+def _wanted(message: Message) -> frozenset[str]:
+    keys = _WANTED.get(message)
+    if keys is None:
+        keys = _WANTED[message] = frozenset(_key(text) for text in _said(message))
+    return keys
+
+
+def _shown(message: Message) -> frozenset[str]:
+    keys = _SHOWN.get(message)
+    if keys is None:
+        if is_person_written(message):
+            keys = frozenset(_key(s.text) for s in statements(message.content))
+        else:
+            lines = (line_statement(line) for line in message.content.splitlines())
+            keys = frozenset(_key(said) for said in lines if said is not None)
+        _SHOWN[message] = keys
+    return keys
+
+
 def shown(statements_of: Sequence[Message], messages: Sequence[Message]) -> int:
     """How many of the person's statements in ``statements_of`` ``messages`` show verbatim."""
-    wanted = {_key(text) for m in _carriers(statements_of) for text in _said(m)}
+    wanted: set[str] = set()
+    for m in _carriers(statements_of):
+        wanted.update(_wanted(m))
     if not wanted:
         return 0
     seen: set[str] = set()
     for message in _carriers(messages):
-        if is_person_written(message):
-            seen.update(_key(s.text) for s in statements(message.content))
-        else:
-            for line in message.content.splitlines():
-                said = line_statement(line)
-                if said is not None:
-                    seen.add(_key(said))
+        seen.update(_shown(message))
     return len(wanted & seen)
 
 

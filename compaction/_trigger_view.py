@@ -35,6 +35,10 @@ class _Plan:
     compact: bool
     target: int  # local tokens to compact the messages down to
     labels: dict[str, Any]
+    #: The copy of the agent's list the last call kept, found to be a prefix of ``messages``
+    #: (and its length then): the next copy need only take what was appended.
+    prefix: Sequence[Message] | None = None
+    prefix_len: int = 0
 
 
 #: Provider usage below this share of the local count of the same request is ignored (one
@@ -208,6 +212,16 @@ class _ConversationView:
             return None
         return log_ if len(log_) == self._log_len else log_[: self._log_len]
 
+    def _keep_src(self, plan: _Plan, messages: Sequence[Message]) -> None:
+        # What the next call compares with: the tuple itself, or a copy of the list.
+        src = self._src
+        if type(src) is list and plan.prefix is src and len(src) == plan.prefix_len:
+            # Our copy was found equal to the head of ``messages`` when the call was planned:
+            # only what the agent appended since is copied (a session's history, not again).
+            src.extend(messages[len(src) :])
+        else:
+            self._src = messages if isinstance(messages, tuple) else list(messages)
+
     def _mapped_len(self) -> int:
         return self._log_len if self._log is not None else len(self._src)
 
@@ -218,10 +232,12 @@ class _ConversationView:
             )
         reported = None if usage is None else self._reported(usage)
         view = self._view
+        prefix = None
         if self._appended(messages):
             start = self._log_len
         elif (mapped := self._mapped()) is not None and self._extends(messages, mapped):
             start = len(mapped)
+            prefix = mapped
         elif view is not None and self._extends(messages, view):
             # The agent adopted the request we returned as its own list: map it to itself.
             start = len(view)
@@ -268,4 +284,6 @@ class _ConversationView:
             estimate >= self.threshold and (estimate >= self._retry_at or estimate > self.window),
             target,
             labels,
+            prefix,
+            start,
         )

@@ -256,7 +256,7 @@ class Compactor(_ConversationView):
             self._src, self._log = (), messages
             self._log_len, self._log_epoch = len(messages), messages.epoch
         else:
-            self._src = messages if isinstance(messages, tuple) else list(messages)
+            self._keep_src(plan, messages)
             self._log = None
         self._view = None if request is messages else tuple(request)
         self._view_tokens = tokens

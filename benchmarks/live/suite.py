@@ -61,6 +61,13 @@ def _floor(messages: Sequence[Message]) -> float:
 
 
 def _loop(messages: Sequence[Message], window: int) -> tuple[float, int]:
+    # What the library keeps by text (not by the message objects, which are fresh copies)
+    # would carry over from the last repeat: each loop starts from nothing, as a user's does.
+    from compaction.memory import note, words
+
+    words._read.cache_clear()
+    words._read_message.cache_clear()
+    note._sentences.cache_clear()
     compactor = Compactor(None, window, counter=TiktokenCounter())
     history: list[Message] = []
     points = set(call_points(messages))

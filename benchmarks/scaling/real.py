@@ -90,10 +90,11 @@ def long_session(cases: Sequence[Case], n: int) -> tuple[Message, ...]:
 def _forget() -> None:
     """Empty what the library keeps between runs (the person's words read, by their text):
     a cold run starts from nothing, and a live loop from nothing but what it read itself."""
-    from compaction.memory import words
+    from compaction.memory import note, words
 
     words._read.cache_clear()
     words._read_message.cache_clear()
+    note._sentences.cache_clear()
 
 
 def _floor(messages: Sequence[Message]) -> float:

@@ -67,10 +67,11 @@ READERS: dict[str, Callable[[str], object]] = {
 
 def _forget() -> None:
     """Empty the readings the module keeps by text: each run reads from nothing."""
-    from compaction.memory import words
+    from compaction.memory import note, words
 
     words._read.cache_clear()
     words._read_message.cache_clear()
+    note._sentences.cache_clear()
 
 
 def _best(fn: Callable[[str], object], text: str, repeats: int) -> float:

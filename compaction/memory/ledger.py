@@ -26,6 +26,7 @@ shown as one range; the full list stays in ``meta``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -49,6 +50,14 @@ __all__ = ["MAX_FACTS", "MAX_STATEMENTS", "Ledger", "ledger_of"]
 MAX_FACTS: Final = 200
 MAX_STATEMENTS: Final = 400
 _TASK_CHARS: Final = 200
+#: One message's own ledger (``_OWN``) and the ledger a note of ours recorded (``_RECORDED``),
+#: read once while the message lives: a loop's runs and a layer's cuts fold in the same
+#: messages and notes again. Keyed by the message's value (its meta takes part in its
+#: equality), so a changed message is read again; only ever absorbed, never changed. At most
+#: ``_HELD`` of each (a long session's history is not held twice).
+_HELD: Final = 4096
+_OWN: Final[weakref.WeakKeyDictionary[Message, Ledger]] = weakref.WeakKeyDictionary()
+_RECORDED: Final[weakref.WeakKeyDictionary[Message, Ledger]] = weakref.WeakKeyDictionary()
 
 
 def _put(into: dict[str, Any], item: str, value: Any = None) -> None:
@@ -65,6 +74,7 @@ class Ledger:
     __slots__ = (
         "chars",
         "commands",
+        "current",
         "edited",
         "errors",
         "failing",
@@ -94,6 +104,12 @@ class Ledger:
         # ``said`` indexed by subject (the list it indexes, the index): see ``_subjects``
         self.sentences: tuple[list[Statement], Subjects] | None = None
         self.stale: list[tuple[str, str]] = []  # (superseded sentence, by)
+        # What [`compaction.memory.note`][] last found current in ``said`` against the later
+        # messages, with what it was asked about (``said``, ``stale``, the later texts): a
+        # ledger written again in less room is not read against them again.
+        self.current: tuple[tuple[object, ...], tuple[Statement, ...], tuple[str, ...]] | None = (
+            None
+        )
         self.seen: set[str] = set()
         self.files: dict[str, None] = {}
         self.edited: dict[str, None] = {}
@@ -117,13 +133,12 @@ class Ledger:
         own ledger, so a layer that tries several cuts reads each message once."""
         record = provenance(message)
         if record is not None and is_note(message):
-            self.merge(record)
+            self.absorb(_read_once(_RECORDED, message, lambda: Ledger.from_record(record)))
             return
         if cache is not None:
             own = cache.get(id(message))
             if own is None:
-                own = cache[id(message)] = Ledger()
-                own.add_message(message)
+                own = cache[id(message)] = _read_once(_OWN, message, lambda: _own(message))
             self.absorb(own)
             return
         self.messages += 1
@@ -357,6 +372,23 @@ class Ledger:
         if open_now:  # the calls still open in the conversation compacted (not carried on)
             record["waiting"] = tuple((w.call_id, w.name, w.task, w.agent) for w in open_now)
         return record
+
+
+def _own(message: Message) -> Ledger:
+    own = Ledger()
+    own.add_message(message)
+    return own
+
+
+def _read_once(
+    held: weakref.WeakKeyDictionary[Message, Ledger], message: Message, read: Any
+) -> Ledger:
+    found = held.get(message)
+    if found is None:
+        if len(held) >= _HELD:
+            held.clear()
+        found = held[message] = read()
+    return found
 
 
 def _int(value: Any, default: int) -> int:

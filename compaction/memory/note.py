@@ -13,13 +13,15 @@ shown as one range; the full list is in ``meta``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Final
 
+from ._supersede import supersessions
 from .agents import waiting
 from .offered import offered, tools_line
-from .words import PRIORITY, Statement, Subjects, statements, values_of
+from .words import PRIORITY, Statement, statements, value_set, values_of
 
 if TYPE_CHECKING:
     from .ledger import Ledger
@@ -208,8 +210,9 @@ def _labelled(
     if not lines:
         return ""
     out = list(lines)
+    by = _by_newer(ledger.stale)
     for n, line in enumerate(out):
-        note = _replaced(ledger.stale, line)
+        note = _replaced(by, line) if by else ""
         if note and len(note) <= spare:
             out[n] = line + note
             spare -= len(note)
@@ -220,28 +223,45 @@ def _labelled(
     return text
 
 
+@functools.lru_cache(maxsize=1024)
+def _sentences(text: str) -> tuple[str, ...]:
+    """The statements of a later message, by its text: a run writes one ledger a round (and a
+    note for every cut it tries) against the same later messages."""
+    return tuple(s.text for s in statements(text))
+
+
 def _current(ledger: Ledger, later: Sequence[str]) -> tuple[list[Statement], list[str]]:
     """The ledger's statements that no person's message in ``later`` supersedes; and the
-    values those it supersedes held that their newer statements do not (newest first)."""
+    values those it supersedes held that their newer statements do not (newest first).
+
+    Answered once per ledger for the same statements, stale pairs and ``later`` (the ledger
+    keeps the last answer, with what it was asked about): a summary's ledger is written
+    again and again in less room against the same later messages, and reading them is the
+    costly part. A ledger changed since, or other later messages, is read again."""
     # Only a statement of the ledger can be superseded: with none, the later messages need not
     # be read (reading them is the costly part of a note).
     if not ledger.said or not later:
         return list(ledger.said), []
-    later_sentences = [s.text for text in later for s in statements(text)]
-    index = Subjects(s.text for s in ledger.said)
+    key = (tuple(ledger.said), tuple(ledger.stale), tuple(later))
+    held = ledger.current
+    if held is not None and held[0] == key:
+        return list(held[1]), list(held[2])
+    later_sentences = [s for text in later for s in _sentences(text)]
+    hits = supersessions(later_sentences, (s.text for s in ledger.said))
+    by = _by_newer(ledger.stale)
     values: list[str] = []
     stale: set[str] = set()
-    for newer in reversed(later_sentences):
-        hit = index.superseded_by(newer)
-        if not hit:
-            continue
+    for at in sorted(hits, reverse=True):  # the newest first
+        newer, hit = later_sentences[at], hits[at]
         now = set(values_of(newer))
         for old in sorted(hit - stale):
-            for value in [*values_of(old), *_history(ledger.stale, old, now)]:
+            for value in [*values_of(old), *_history(by, old, now)]:
                 if value not in now and value not in values:
                     values.append(value)
         stale |= hit
-    return [s for s in ledger.said if s.text not in stale], values
+    said = [s for s in ledger.said if s.text not in stale]
+    ledger.current = (key, tuple(said), tuple(values))
+    return said, values
 
 
 #: How far (characters) a replaced value may stand from the label that says so: a value
@@ -249,26 +269,35 @@ def _current(ledger: Ledger, later: Sequence[str]) -> tuple[list[Statement], lis
 _REPLACED_REACH: Final = 32
 
 
-def _replaced(stale: Sequence[tuple[str, str]], current: str) -> str:
+def _replaced(by: dict[str, list[str]], current: str) -> str:
     """`` (replaced earlier: $605, $415)``: the values the statements ``current`` superseded
-    held (directly or through a chain of supersessions), newest first, each within
-    ``_REPLACED_REACH`` characters of the label; ``""`` when there are none.
+    held (directly or through a chain of supersessions; ``by``: the ledger's stale pairs, see
+    ``_by_newer``), newest first, each within ``_REPLACED_REACH`` characters of the label;
+    ``""`` when there are none.
 
     Latest value only stays the rule for what is *current*: the replaced values are shown
     beside the current one, labelled, so the history is visible without a stale value ever
     reading as current."""
-    values = _history(stale, current, set(values_of(current)))
+    if current not in by:  # it superseded nothing
+        return ""
+    values = _history(by, current, set(values_of(current)))
     return _values_line(" (replaced earlier: ", [v for v in values if v not in current])
 
 
-def _history(stale: Sequence[tuple[str, str]], current: str, now: set[str]) -> list[str]:
-    """The values of the statements ``current`` superseded, directly or through a chain of
-    supersessions (``stale``: the ledger's pairs), newest first, those in ``now`` left out."""
-    if not stale:
-        return []
+def _by_newer(stale: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    """The ledger's stale pairs ``(old, newer)`` as ``newer -> [old, ...]`` (oldest first)."""
     by: dict[str, list[str]] = {}
     for old, newer in stale:
         by.setdefault(newer, []).append(old)
+    return by
+
+
+def _history(by: dict[str, list[str]], current: str, now: set[str]) -> list[str]:
+    """The values of the statements ``current`` superseded, directly or through a chain of
+    supersessions (``by``: the ledger's pairs, see ``_by_newer``), newest first, those in
+    ``now`` left out."""
+    if not by:
+        return []
     values: list[str] = []
     seen = {current}
     todo = [current]
@@ -286,8 +315,8 @@ def replaced_values(ledger: Ledger, later: Sequence[str] = ()) -> set[str]:
     those a message in ``later`` supersedes) that no current statement holds. A text that
     shows one of them outside its label presents a stale value as current."""
     said, since = _current(ledger, later)
-    current = {v for s in said for v in values_of(s.text)}
-    old = {v for text, _ in ledger.stale for v in values_of(text)}
+    current = set().union(*(value_set(s.text) for s in said))
+    old = set().union(*(value_set(text) for text, _ in ledger.stale))
     return (old | set(since)) - current
 
 

@@ -235,7 +235,13 @@ def refs_of(replaced: Sequence[Message], memo: dict[int, str] | None = None) -> 
             refs.append(ref)
             present[ref] += 1
             continue
-        for ref in (provenance(m) or {}).get("replaces", ()):
+        older = (provenance(m) or {}).get("replaces", ())
+        if not present:
+            # nothing plain met yet that it could stand for as well (the usual case: a note
+            # stands before what followed it): all of its originals, as one copy
+            refs.extend(older)
+            continue
+        for ref in older:
             if present[ref] > 0:
                 present[ref] -= 1  # that original is here itself, already counted
             else:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
@@ -169,7 +170,7 @@ def mark(
     """
     olds = list(replaces)
     if refs is None:
-        refs = [ref for old in olds for ref in original_refs(old)]
+        refs = list(chain.from_iterable(original_refs(old) for old in olds))
     carried: dict[str, Any] = {}
     if len(olds) == 1 and kind in ("truncated", "placeholder"):
         # The same message with less text: a cut note or summary is still a stand-in (never a

@@ -47,6 +47,7 @@ __all__ = [
     "subject_of",
     "superseded",
     "supersedes",
+    "value_set",
     "values_of",
 ]
 
@@ -202,6 +203,11 @@ def _read(text: str) -> _Reading:
     )
 
 
+def value_set(text: str) -> frozenset[str]:
+    """The values of ``text`` ([`values_of`][]) as a set, from its kept reading."""
+    return _read(text).values
+
+
 def _supersedes(new: _Reading, old: _Reading) -> bool:
     a, b = new.subject, old.subject
     if not a or not b or a.isdisjoint(b):
@@ -302,7 +308,10 @@ class Subjects:
         if not new.values or not a:
             return out
         by_word = self._by_word
-        shared = Counter(chain.from_iterable(by_word.get(w, ()) for w in new.subject))
+        held = [by_word[w] for w in new.subject if w in by_word]
+        if not held:  # most sentences share no word with those held: nothing to count
+            return out
+        shared = Counter(chain.from_iterable(held))
         for text, n in shared.items():
             if text in out:
                 continue

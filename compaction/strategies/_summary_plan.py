@@ -8,15 +8,17 @@ mixes ``_RoundPlanner`` in; it is not a strategy of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import attrs
 
 from ..memory.note import choose as _choose
-from ..memory.transcript import Group, Transcript, is_note, is_person_written, parse, provenance
-from ..memory.words import PRIORITY, Statement, statements
+from ..memory.transcript import Group, Transcript, parse
 from ..messages import Message
 from ..tokens import TokenCounter
+from ._summary_said import said as _said
+from ._summary_said import said_sized as _said_sized
+from ._summary_said import said_words as _said_words
 
 #: The region of a round that writes one note's or summary's ledger again, in less room.
 LEDGER_REGION = "ledger"
@@ -34,6 +36,9 @@ class _Round:
     messages: tuple[Message, ...]
     #: Where the run aims: what the summary may take is what the rest leaves of it.
     target: int = 0
+    #: What ``messages`` count by ``counted_by`` when the planner summed them (-1: not known).
+    total: int = attrs.field(default=-1, eq=False, repr=False)
+    counted_by: object = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def replaced(self) -> tuple[Message, ...]:
@@ -48,7 +53,9 @@ class _Round:
         the expected size; never as much as what it replaces (``replaced``). ``total``: the
         count of ``messages``, when the caller has it."""
         if total is None:
-            total = counter.count_messages(self.messages)
+            total = self.total
+            if total < 0 or self.counted_by is not counter:
+                total = counter.count_messages(self.messages)
         aim = self.target - (total - replaced)
         if self.region == LEDGER_REGION:  # written again only to fit: never past the target
             return min(aim, replaced - 1)
@@ -101,33 +108,41 @@ class _RoundPlanner:
         if over <= 0:
             return None
         words = _said_words(parse(messages, counter=counter, target=target))
-        plan = self._plan_on(words, messages, counts, over, target, counter)
+        total = over + target
+
+        def counted(found: _Round | None) -> _Round | None:
+            # the view's total is known here: ``room`` need not sum it again per plan weighed
+            return found and attrs.evolve(found, total=total, counted_by=counter)
+
+        plan = counted(self._plan_on(words, messages, counts, over, target, counter))
         if words.words:
             # The same conversation read without the words' share (what ``parse`` without a
             # target gives): when the words protected nothing the task, the newest request and
             # the pinned groups do not, it plans exactly the same, and is not planned again.
             plain = attrs.evolve(words, words=frozenset())
             if plain.protected != words.protected:
-                other = self._plan_on(plain, messages, counts, over, target, counter)
-                if plan is None or (
-                    other is not None
-                    and self._shows(other, counts, counter) > self._shows(plan, counts, counter)
-                ):
+                other = counted(self._plan_on(plain, messages, counts, over, target, counter))
+                if plan is None:
                     plan = other
+                elif other is not None:
+                    stated = [len(_said(m)) for m in messages]  # read once for both plans
+                    if self._shows(other, counts, counter, stated) > self._shows(
+                        plan, counts, counter, stated
+                    ):
+                        plan = other
         return plan
 
-    def _shows(self, plan: _Round, counts: Sequence[int], counter: TokenCounter) -> int:
+    def _shows(
+        self, plan: _Round, counts: Sequence[int], counter: TokenCounter, stated: Sequence[int]
+    ) -> int:
         """About how many of the person's statements the conversation would show after
         ``plan``: those in the messages that stay, and those of the replaced stretch that its
-        ledger has room for (each whole, by priority; supersession aside)."""
-        kept = 0
+        ledger has room for (each whole, by priority; supersession aside). ``stated``: how
+        many statements each message of ``plan.messages`` carries."""
+        kept = sum(stated) - sum(stated[plan.start : plan.end])
         said: list[tuple[str, int]] = []
-        for index, message in enumerate(plan.messages):
-            found = _said(message)
-            if plan.start <= index < plan.end:
-                said.extend((s.kind, counter.count_text(s.text) + 1) for s in found)
-            else:
-                kept += len(found)
+        for message in plan.messages[plan.start : plan.end]:
+            said.extend(_said_sized(message, counter))
         replaced = sum(counts[plan.start : plan.end])
         room = plan.room(counter, replaced, self._expected(replaced)) - 2 * _SUMMARY_OVERHEAD
         return kept + len(_choose(said, room))
@@ -249,9 +264,7 @@ class _RoundPlanner:
         for k, run in enumerate(runs, 1):
             end = run[-1].end
             for index in range(at, end):
-                said.extend(
-                    (s.kind, counter.count_text(s.text) + 1) for s in _said(messages[index])
-                )
+                said.extend(_said_sized(messages[index], counter))
                 replaced += counts[index]
             at = end
             if k < n:
@@ -293,35 +306,6 @@ class _RoundPlanner:
             if sum(counts[run[0][0].start : run[-1][-1].end]) >= self.min_tokens:
                 return run
         return []
-
-
-def _said(message: Message) -> list[Statement]:
-    """The person's statements ``message`` carries: its own, or the ledger a note of ours
-    records."""
-    if is_person_written(message):
-        return statements(message.content)
-    record = provenance(message) if is_note(message) else None
-    facts = record.get("facts") if record is not None else None
-    said = facts.get("said") if isinstance(facts, Mapping) else None
-    if not isinstance(said, (list, tuple)):
-        return []
-    return [
-        Statement(item[0], str(item[1]))
-        for item in said
-        if isinstance(item, (list, tuple)) and len(item) == 2 and item[0] in PRIORITY
-    ]
-
-
-def _said_words(t: Transcript) -> Transcript:
-    """``t`` with the words' share protecting only the person's messages that say something
-    (a statement the ledger would carry: an instruction, a value, a goal). A summary writes
-    the person's statements verbatim into its text; a message of theirs that holds none
-    ("ok", "let us keep going") spends room that their older rules would use, so it gives
-    way first, as filler does in the ledger."""
-    if not t.words:
-        return t
-    keep = frozenset(i for i in t.words if statements(t.messages[t.groups[i].start].content))
-    return t if keep == t.words else attrs.evolve(t, words=keep)
 
 
 def _raw_run(pieces: Sequence[Sequence[Group]]) -> list[Sequence[Group]]:

@@ -47,13 +47,21 @@ def _fit_ledger(
     """The ledger's lines within ``room`` units of ``counter`` (``""`` when nothing fits)."""
     if room <= 0:
         return ""
+    counts: dict[str, int] = {}  # bounds apart often give the same text: counted once
+
+    def count(text: str) -> int:
+        n = counts.get(text)
+        if n is None:
+            n = counts[text] = counter.count_text(text)
+        return n
+
     text = ledger_text(ledger, stands_for, later=later, bare=True)
     asked = over = len(text) + 1  # the bound asked for; one known to give too many
     best = ""
     for _ in range(_TRIES):
         if not text:
             break
-        used = counter.count_text(text)
+        used = count(text)
         if used <= room:
             best = text
             break
@@ -72,7 +80,7 @@ def _fit_ledger(
             break
         mid = (low + over) // 2
         text = ledger_text(ledger, stands_for, later=later, bare=True, max_chars=mid)
-        if counter.count_text(text) <= room:
+        if count(text) <= room:
             best = text if len(text) > len(best) else best
             low = mid
         else:
