@@ -213,11 +213,24 @@ def _forget_texts(counter: TokenCounter) -> None:
         forget()
 
 
+def reaches_trial(call_next: CallNext | AsyncCallNext) -> bool:
+    """Whether a trial handed to ``call_next`` may be answered by a layer below (one that
+    says it answers trials, or any layer that says nothing about them). When none may, a
+    trial would come back as it went, and the layer above need not set one up (nor read the
+    person's statements to decide whether to)."""
+    return bool(getattr(call_next, "answers_trials", True))
+
+
+def _answers_trials(layer: Layer, call_next: Any) -> bool:
+    return bool(getattr(layer, "answers_trials", True)) or reaches_trial(call_next)
+
+
 def _chain(layers: Sequence[Layer]) -> CallNext:
     def bottom(run: Run) -> None:
         return None
 
     call_next: CallNext = bottom
+    setattr(call_next, "answers_trials", False)  # noqa: B010 - a function's own attribute
     for layer in reversed(layers):
         call_next = _bind(layer, call_next)
     return call_next
@@ -228,6 +241,7 @@ def _achain(layers: Sequence[Layer]) -> AsyncCallNext:
         return None
 
     call_next: AsyncCallNext = bottom
+    setattr(call_next, "answers_trials", False)  # noqa: B010 - a function's own attribute
     for layer in reversed(layers):
         call_next = _abind(layer, call_next)
     return call_next
@@ -237,6 +251,7 @@ def _bind(layer: Layer, call_next: CallNext) -> CallNext:
     def call(run: Run) -> None:
         layer(run, call_next)
 
+    setattr(call, "answers_trials", _answers_trials(layer, call_next))  # noqa: B010
     return call
 
 
@@ -244,6 +259,7 @@ def _abind(layer: Layer, call_next: AsyncCallNext) -> AsyncCallNext:
     async def call(run: Run) -> None:
         await layer.acall(run, call_next)
 
+    setattr(call, "answers_trials", _answers_trials(layer, call_next))  # noqa: B010
     return call
 
 
