@@ -27,10 +27,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from typing import Final, Literal
+from typing import Final
 
 import attrs
 
+from ._kinds import StatementKind
+from ._kinds import kind_of as _kind
 from ._values import _unpasted, _values, values_of
 
 __all__ = [
@@ -50,7 +52,6 @@ __all__ = [
     "values_of",
 ]
 
-StatementKind = Literal["rule", "fact", "goal"]
 #: Higher survives longer when the ledger has no room for everything.
 PRIORITY: Final[dict[str, int]] = {"rule": 3, "fact": 2, "goal": 1}
 #: A sentence longer than this is a paste, not a statement: it is kept only up to here.
@@ -63,26 +64,6 @@ _READINGS: Final = 16_384
 _MESSAGES: Final = 1_024
 
 _SENTENCE: Final = re.compile(r"(?:[^\n.!?]|[.!?](?=[\w/\\]))+(?:[.!?]+|\n|$)")
-#: Words that instruct or constrain on their own ("never", "must", "at most", "prefer").
-_RULE: Final = re.compile(
-    r"\b(never|always|must|mustn't|don't|do not|dont|only|no more than|no later than|at most|"
-    r"at least|not allowed|forbidden|deadline|due (?:by|on)|by (?:monday|tuesday|wednesday|"
-    r"thursday|friday|saturday|sunday|tomorrow|tonight|noon|eod)|prefer\w*|make sure|avoid|"
-    r"ensure|no exceptions|under no circumstances)\b",
-    re.IGNORECASE,
-)
-#: Words that instruct only with a value beside them ("keep it under 200 words", "the cap is
-#: $4,700"): alone, "keep going" or "the budget review" is talk, not a rule.
-_RULE_WITH_VALUE: Final = re.compile(
-    r"\b(keep|use|should(?:n't)?|need to|has to|have to|limit|cap|budget|required?|rule|"
-    r"constraint|policy|max(?:imum)?|min(?:imum)?|under|below|within|up to)\b",
-    re.IGNORECASE,
-)
-_GOAL: Final = re.compile(
-    r"\b(goal|aim|objective|want|wants|plan|milestone|target|done|finished|completed?|"
-    r"status|blocked|in progress|next step|priority|todo|ship|launch|release)\b",
-    re.IGNORECASE,
-)
 _WORD: Final = re.compile(r"[a-z]{3,}")
 #: Prohibitions add up ("never use port A for job 2", "never use port B for job 3"): one
 #: replaces another only when it says it changes something.
@@ -120,13 +101,6 @@ _NUMBERED: Final = re.compile(
 #: Our own cut markers (a message cut to fit keeps one where its text went, long or short):
 #: never a sentence of the person's, whatever number they name.
 _CUT_MARK: Final = re.compile(r"\[… ?[\d,]+ (?:characters )?cut\b[^\]\n]*…\]")
-_FILLER: Final = re.compile(
-    r"^\W*(ok(?:ay)?|thanks?(?: you)?|thx|great|cool|nice|sure|yes|no|yep|nope|got it|sounds "
-    r"good|perfect|interesting|hmm+|lol|right|alright|continue|go on|go ahead|"
-    r"(?:let(?:'s| us) )?(?:keep going|carry on|continue|proceed)(?: with (?:the|our|this) "
-    r"(?:plan|work))?)\W*$",
-    re.IGNORECASE,
-)
 
 
 @attrs.frozen(slots=True)
@@ -323,21 +297,6 @@ def superseded(newer: Iterable[str], older: Iterable[str]) -> set[str]:
         for text in newer:
             index.superseded_by(text, out)
     return out
-
-
-def _kind(sentence: str) -> StatementKind | None:
-    if _FILLER.match(sentence):
-        return None
-    if _RULE.search(sentence):
-        return "rule"
-    has_value = next(_values(_unpasted(sentence)), None) is not None  # the first will do
-    if has_value and _RULE_WITH_VALUE.search(sentence):
-        return "rule"
-    if has_value:
-        return "fact"
-    if _GOAL.search(sentence):
-        return "goal"
-    return None
 
 
 def statements(text: str, seen: set[str] | None = None) -> list[Statement]:
