@@ -8,6 +8,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from compaction.memory import words
 from compaction.memory._kinds import _FILLER, _GOAL, _RULE, _RULE_WITH_VALUE, kind_of
 from compaction.memory._values import _unpasted, _values, has_value
 from compaction.memory.words import statements
@@ -92,3 +93,15 @@ def test_kinds_of_the_persons_sentences() -> None:
         ("goal", "Our goal is to ship the migration."),
         ("rule", "Keep it under 200 words."),
     ]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=10).map("".join) | st.text(max_size=60))
+def test_a_sentence_read_once_reads_as_its_parts_do(sentence: str) -> None:
+    # What supersession compares (values, subject, names) is read from one pass over the
+    # sentence's values: the same as each public reader gives on its own.
+    words._read.cache_clear()
+    got = words._read(sentence)
+    assert got.values == frozenset(words.values_of(sentence))
+    assert got.subject == words.subject_of(sentence)
+    assert got.names == words.names_of(sentence)

@@ -115,29 +115,30 @@ class Statement:
         return PRIORITY[self.kind]
 
 
-def _bare(text: str) -> str:
-    """``text`` with its values read as spaces."""
+def _bare(text: str, found: Sequence[re.Match[str]] | None = None) -> str:
+    """``text`` with its values read as spaces (``found``: its values, when already read from
+    ``_unpasted(text)``)."""
     text = _unpasted(text)
     pieces: list[str] = []
     pos = 0
-    for m in _values(text):
+    for m in _values(text) if found is None else found:
         pieces += (text[pos : m.start()], " ")
         pos = m.end()
     return "".join(pieces) + text[pos:]
 
 
-def subject_of(text: str) -> frozenset[str]:
+def subject_of(text: str, bare: str | None = None) -> frozenset[str]:
     """The words a sentence is about once its values and change-words are taken out."""
-    bare = _bare(text).lower()
+    bare = (_bare(text) if bare is None else bare).lower()
     return frozenset(w for w in _WORD.findall(bare) if w not in _STOP and w not in _CHANGE)
 
 
-def names_of(text: str) -> frozenset[str]:
+def names_of(text: str, bare: str | None = None) -> frozenset[str]:
     """What names *which* thing a sentence is about, beyond its words: words in capitals
     ("EU", "US", "Plan A", a code such as "PBUDH") and a number right after the noun a verb
     follows ("Job 1 must ...", "Room 4 is ..."). Two sentences that differ here are about two
     things, whatever their other words share."""
-    bare = _bare(text)
+    bare = _bare(text) if bare is None else bare
     out = {f"={m.group(1).lower()} {m.group(2)}" for m in _NUMBERED.finditer(text)}
     for m in _SHORT_CAPS.finditer(bare):
         name = m.group(0)
@@ -166,11 +167,15 @@ class _Reading:
 def _read(text: str) -> _Reading:
     """One sentence read, kept by its text for as long as it is among the last
     ``_READINGS`` read: a run in a loop meets the same sentences again (the person's
-    messages still in view, the ledger it carries), so reading them is paid once."""
+    messages still in view, the ledger it carries), so reading them is paid once. Its values
+    are found once: they are the values, and what the subject and the names are read from
+    once they are taken out."""
+    found = list(_values(_unpasted(text)))
+    bare = _bare(text, found)
     return _Reading(
-        frozenset(values_of(text)),
-        subject_of(text),
-        names_of(text),
+        frozenset(m.group(0).strip(".,") for m in found),  # as ``values_of`` reads them
+        subject_of(text, bare),
+        names_of(text, bare),
         _changes(text),
         _PROHIBITION.match(text) is not None,
     )
