@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import Any, Final
 
-from .engine import Run
+from .engine import Run, reaches_trial
 from .memory.note import line_statement
 from .memory.transcript import is_note, is_person_written, provenance
 from .memory.words import statements
@@ -93,9 +93,11 @@ def shown(statements_of: Sequence[Message], messages: Sequence[Message]) -> int:
     return len(wanted & seen)
 
 
-def trial(run: Run, answer: tuple[Message, ...]) -> Run | None:
+def trial(run: Run, answer: tuple[Message, ...], call_next: Any = None) -> Run | None:
     """A trial run for the layers below a layer whose ``answer`` fits but shows fewer of the
-    person's statements than what it was handed (``run.messages``), or None.
+    person's statements than what it was handed (``run.messages``), or None; None at once
+    when no layer below ``call_next`` may answer a trial (the last free layers of a ladder):
+    the trial would come back as it went, and reading the statements is the costly part.
 
     The ladder keeps the better of two answers that both fit, by the rules a layer is judged
     by (fits, smaller, valid) and one more: it never keeps fewer of the person's statements
@@ -104,7 +106,7 @@ def trial(run: Run, answer: tuple[Message, ...]) -> Run | None:
     summary that gives up the raw history around it), so the layers below are run on what it
     was handed, as a trial: not strict, and never a layer that spends a model call (rule 3
     holds: the free layers got the conversation under target)."""
-    if keeps_every_statement(run.messages, answer):
+    if not reaches_trial(call_next) or keeps_every_statement(run.messages, answer):
         return None
     if shown(run.messages, answer) >= shown(run.messages, run.messages):
         return None

@@ -24,7 +24,7 @@ from .budget import Budget, resolve_limit, resolve_target
 from .checks import check_labels
 from .messages import Message
 from .result import Applied, CompactionResult, Declined
-from .tokens import TokenCounter, default_counter
+from .tokens import CachingCounter, TokenCounter, default_counter
 from .validate import InvalidConversationError, mark_checked, reset_checked, unanswered, validate
 
 __all__ = ["Layer", "Run", "current_labels", "execute", "aexecute"]
@@ -129,7 +129,8 @@ def _start(
     aim = resolve_target(target)
     hard_limit = resolve_limit(hard, aim)
     msgs = check_messages(messages)
-    if counter is not None and not isinstance(counter, TokenCounter):
+    # Our own counters first: the protocol's check reads every member (about 20 us a run).
+    if counter is not None and not isinstance(counter, (CachingCounter, TokenCounter)):
         raise TypeError(f"counter must be a TokenCounter, got {type(counter).__name__}")
     pending: frozenset[str] = frozenset()
     try:
@@ -213,11 +214,24 @@ def _forget_texts(counter: TokenCounter) -> None:
         forget()
 
 
+def reaches_trial(call_next: CallNext | AsyncCallNext) -> bool:
+    """Whether a trial handed to ``call_next`` may be answered by a layer below (one that
+    says it answers trials, or any layer that says nothing about them). When none may, a
+    trial would come back as it went, and the layer above need not set one up (nor read the
+    person's statements to decide whether to)."""
+    return bool(getattr(call_next, "answers_trials", True))
+
+
+def _answers_trials(layer: Layer, call_next: Any) -> bool:
+    return bool(getattr(layer, "answers_trials", True)) or reaches_trial(call_next)
+
+
 def _chain(layers: Sequence[Layer]) -> CallNext:
     def bottom(run: Run) -> None:
         return None
 
     call_next: CallNext = bottom
+    setattr(call_next, "answers_trials", False)  # noqa: B010 - a function's own attribute
     for layer in reversed(layers):
         call_next = _bind(layer, call_next)
     return call_next
@@ -228,6 +242,7 @@ def _achain(layers: Sequence[Layer]) -> AsyncCallNext:
         return None
 
     call_next: AsyncCallNext = bottom
+    setattr(call_next, "answers_trials", False)  # noqa: B010 - a function's own attribute
     for layer in reversed(layers):
         call_next = _abind(layer, call_next)
     return call_next
@@ -237,6 +252,7 @@ def _bind(layer: Layer, call_next: CallNext) -> CallNext:
     def call(run: Run) -> None:
         layer(run, call_next)
 
+    setattr(call, "answers_trials", _answers_trials(layer, call_next))  # noqa: B010
     return call
 
 
@@ -244,6 +260,7 @@ def _abind(layer: Layer, call_next: AsyncCallNext) -> AsyncCallNext:
     async def call(run: Run) -> None:
         await layer.acall(run, call_next)
 
+    setattr(call, "answers_trials", _answers_trials(layer, call_next))  # noqa: B010
     return call
 
 

@@ -236,7 +236,7 @@ class Strategy:
                     self._raised(run, exc, started)
                 else:
                     verdict = self._judge(run, answer)
-                    if (trial := self._trial(run, verdict)) is not None:
+                    if (trial := self._trial(run, verdict, call_next)) is not None:
                         call_next(trial)
                     self._conclude(run, verdict, trial, started)
             # Under target now, so the rest of the ladder is not needed.
@@ -269,7 +269,7 @@ class Strategy:
                     self._raised(run, exc, started)
                 else:
                     verdict = self._judge(run, answer)
-                    if (trial := self._trial(run, verdict)) is not None:
+                    if (trial := self._trial(run, verdict, call_next)) is not None:
                         await call_next(trial)
                     self._conclude(run, verdict, trial, started)
             passed = run.over
@@ -280,16 +280,17 @@ class Strategy:
             self._exit(run, entry, asked, passed, ok)
 
     def _asked(self, run: Run) -> bool:
-        # A trial asks only a free layer that writes the ledger: the free layers above got the
-        # conversation under target, so rule 3 holds for every other layer and for the model.
-        if run.trial:
-            able = self.capabilities
-            return able.writes_ledger and not able.model_call and self.wants(run)
-        return self.wants(run)
+        return (self.answers_trials or not run.trial) and self.wants(run)
+
+    @property
+    def answers_trials(self) -> bool:
+        """Whether a trial asks this layer: only a free one that writes the ledger (the layers
+        above got under target: rule 3 holds for every other layer and for the model)."""
+        return self.capabilities.writes_ledger and not self.capabilities.model_call
 
     # -- the person's statements: never fewer than another answer that also fits ---------------
 
-    def _trial(self, run: Run, verdict: _Verdict) -> Run | None:
+    def _trial(self, run: Run, verdict: _Verdict, call_next: Any) -> Run | None:
         """The layers below run on what this layer was handed when its answer fits but shows
         fewer of the person's statements (``compaction._persons.trial``)."""
         new, after, reason = verdict
@@ -297,7 +298,7 @@ class Strategy:
             return None
         from ._persons import trial
 
-        return trial(run, new)
+        return trial(run, new, call_next)
 
     def _conclude(self, run: Run, verdict: _Verdict, trial: Run | None, started: float) -> None:
         """Take the answer, or the trial's when it shows more (``fewer_statements``)."""

@@ -9,14 +9,19 @@ The suites themselves are in ``cold_warm`` (the counting floor, the cold ladder,
 from __future__ import annotations
 
 import contextlib
+import pickle
+from collections.abc import Sequence
 
 from compaction.check import call_points
+from compaction.messages import Message
 from compaction.pipeline import CompactionPipeline
 from compaction.tokens import TiktokenCounter
 
 __all__ = [
     "LADDER_SHARE",
     "call_points",
+    "forget_readings",
+    "fresh",
     "free_ladder",
     "full_ladder",
     "summary_ladder",
@@ -25,6 +30,24 @@ __all__ = [
 
 #: The cold ladder and the side by side compact to this share of the conversation's size.
 LADDER_SHARE = 0.4
+
+
+def forget_readings() -> None:
+    """Empty what the library keeps between runs by text (the person's sentences read, the
+    statements of a message): a cold run starts from nothing, as in a new process."""
+    from compaction.memory import note, words
+
+    words._read.cache_clear()
+    words._read_message.cache_clear()
+    note._sentences.cache_clear()
+
+
+def fresh(blob: bytes) -> tuple[Message, ...]:
+    """A fresh copy of a conversation pickled with ``pickle.dumps(tuple(messages))``: new
+    message objects and new strings, so no hash, count or reading cached on the objects of an
+    earlier run survives into the next (reusing them flatters every run after the first)."""
+    messages: Sequence[Message] = pickle.loads(blob)
+    return tuple(messages)
 
 
 def free_ladder(counter: TiktokenCounter | None = None) -> CompactionPipeline:

@@ -38,7 +38,7 @@ from compaction.tokens import TiktokenCounter
 from compaction.trigger import Compactor
 
 from ..common.data import DEFAULT_TRANSCRIPTS, Case, load_cases
-from ..common.ladders import warm_up
+from ..common.ladders import forget_readings, warm_up
 from ..common.measure import median, progress
 
 __all__ = ["GOALS", "run"]
@@ -63,11 +63,7 @@ def _floor(messages: Sequence[Message]) -> float:
 def _loop(messages: Sequence[Message], window: int) -> tuple[float, int]:
     # What the library keeps by text (not by the message objects, which are fresh copies)
     # would carry over from the last repeat: each loop starts from nothing, as a user's does.
-    from compaction.memory import note, words
-
-    words._read.cache_clear()
-    words._read_message.cache_clear()
-    note._sentences.cache_clear()
+    forget_readings()
     compactor = Compactor(None, window, counter=TiktokenCounter())
     history: list[Message] = []
     points = set(call_points(messages))

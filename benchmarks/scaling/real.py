@@ -44,7 +44,7 @@ from compaction.tokens import TiktokenCounter
 from compaction.trigger import Compactor
 
 from ..common.data import DEFAULT_TRANSCRIPTS, Case, load_cases
-from ..common.ladders import LADDER_SHARE, warm_up
+from ..common.ladders import LADDER_SHARE, forget_readings, warm_up
 from ..common.measure import median, progress
 from .fit import scaling_fit
 
@@ -87,16 +87,6 @@ def long_session(cases: Sequence[Case], n: int) -> tuple[Message, ...]:
     return tuple(rekey(out[:end]))
 
 
-def _forget() -> None:
-    """Empty what the library keeps between runs (the person's words read, by their text):
-    a cold run starts from nothing, and a live loop from nothing but what it read itself."""
-    from compaction.memory import note, words
-
-    words._read.cache_clear()
-    words._read_message.cache_clear()
-    note._sentences.cache_clear()
-
-
 def _floor(messages: Sequence[Message]) -> float:
     counter = TiktokenCounter()
     t0 = time.perf_counter()
@@ -106,7 +96,7 @@ def _floor(messages: Sequence[Message]) -> float:
 
 
 def _cold(messages: Sequence[Message], target: int) -> float:
-    _forget()
+    forget_readings()
     counter = TiktokenCounter()
     pipeline = default_pipeline(counter=counter)
     t0 = time.perf_counter()
@@ -115,7 +105,7 @@ def _cold(messages: Sequence[Message], target: int) -> float:
 
 
 def _live(messages: Sequence[Message], window: int) -> tuple[float, int]:
-    _forget()
+    forget_readings()
     compactor = Compactor(None, window, counter=TiktokenCounter())
     history: list[Message] = []
     points = set(call_points(messages))

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterator
 from typing import Final
 
-__all__ = ["values_of"]
+__all__ = ["has_value", "values_of"]
 
 #: A value: a number (with its unit or currency sign), a code, a version, a path, a date, a
 #: quoted string, a CamelCase or dotted name, a proper name, an email or a URL.
@@ -76,3 +76,47 @@ def values_of(text: str) -> tuple[str, ...]:
     """The values a sentence carries (numbers, codes, versions, paths, quoted text, names)."""
     found = _values(_unpasted(text))
     return tuple(dict.fromkeys(m.group(0).strip(".,") for m in found))
+
+
+#: Each alternative of ``_VALUE`` on its own, as read at a text's start and further on, with
+#: what a text must hold for it to match anywhere (a substring search is far cheaper than the
+#: alternation tried at every position): ``(test, at the start, further on)``. The three that
+#: need a digit are left out, the first alternative matching wherever a digit is.
+_DIGIT: Final = re.compile(r"\d")
+_LOWER_UPPER: Final = re.compile(r"[a-z][A-Z]")
+_CLAUSE_UPPER: Final = re.compile(r"[a-z,;:] [A-Z]")
+_ALONE: Final = tuple(
+    (
+        needs,
+        re.compile(_VALUE_PARTS[i].replace("{path}", "")),
+        re.compile(_VALUE_PARTS[i].replace("{path}", r"(?<![\w.-])")),
+    )
+    for i, needs in (
+        (4, lambda text: "/" in text),
+        (5, lambda text: "." in text),
+        (6, lambda text: "." in text),
+        (7, lambda text: _CLAUSE_UPPER.search(text) is not None),
+        (8, lambda text: '"' in text or "'" in text or "`" in text),
+        (9, lambda text: "@" in text or "http" in text),
+        (10, lambda text: _LOWER_UPPER.search(text) is not None),
+        (11, lambda text: _CLAUSE_UPPER.search(text) is not None),
+    )
+)
+
+
+def has_value(text: str) -> bool:
+    """Whether [`_values`][] finds any value in ``text`` (as ``next(_values(text), None) is
+    not None``), without trying the whole alternation at every position of a text that has
+    none: each alternative is asked on its own, only where the text holds what it needs.
+
+    The same answer: the first value is found at the start (``_VALUE.match``) or further on
+    (``_VALUE_LATER.search``), and an alternation matches at a position exactly when one of
+    its alternatives does."""
+    if not text:
+        return False
+    if _DIGIT.search(text) is not None:
+        return True  # a number: the first alternative matches at its first digit
+    for needs, at_start, later in _ALONE:
+        if needs(text) and (at_start.match(text) is not None or later.search(text, 1) is not None):
+            return True
+    return False

@@ -27,10 +27,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from itertools import chain
-from typing import Final, Literal
+from typing import Final
 
 import attrs
 
+from ._kinds import StatementKind
+from ._kinds import kind_of as _kind
 from ._values import _unpasted, _values, values_of
 
 __all__ = [
@@ -51,7 +53,6 @@ __all__ = [
     "values_of",
 ]
 
-StatementKind = Literal["rule", "fact", "goal"]
 #: Higher survives longer when the ledger has no room for everything.
 PRIORITY: Final[dict[str, int]] = {"rule": 3, "fact": 2, "goal": 1}
 #: A sentence longer than this is a paste, not a statement: it is kept only up to here.
@@ -64,26 +65,6 @@ _READINGS: Final = 16_384
 _MESSAGES: Final = 1_024
 
 _SENTENCE: Final = re.compile(r"(?:[^\n.!?]|[.!?](?=[\w/\\]))+(?:[.!?]+|\n|$)")
-#: Words that instruct or constrain on their own ("never", "must", "at most", "prefer").
-_RULE: Final = re.compile(
-    r"\b(never|always|must|mustn't|don't|do not|dont|only|no more than|no later than|at most|"
-    r"at least|not allowed|forbidden|deadline|due (?:by|on)|by (?:monday|tuesday|wednesday|"
-    r"thursday|friday|saturday|sunday|tomorrow|tonight|noon|eod)|prefer\w*|make sure|avoid|"
-    r"ensure|no exceptions|under no circumstances)\b",
-    re.IGNORECASE,
-)
-#: Words that instruct only with a value beside them ("keep it under 200 words", "the cap is
-#: $4,700"): alone, "keep going" or "the budget review" is talk, not a rule.
-_RULE_WITH_VALUE: Final = re.compile(
-    r"\b(keep|use|should(?:n't)?|need to|has to|have to|limit|cap|budget|required?|rule|"
-    r"constraint|policy|max(?:imum)?|min(?:imum)?|under|below|within|up to)\b",
-    re.IGNORECASE,
-)
-_GOAL: Final = re.compile(
-    r"\b(goal|aim|objective|want|wants|plan|milestone|target|done|finished|completed?|"
-    r"status|blocked|in progress|next step|priority|todo|ship|launch|release)\b",
-    re.IGNORECASE,
-)
 _WORD: Final = re.compile(r"[a-z]{3,}")
 #: Prohibitions add up ("never use port A for job 2", "never use port B for job 3"): one
 #: replaces another only when it says it changes something.
@@ -121,13 +102,6 @@ _NUMBERED: Final = re.compile(
 #: Our own cut markers (a message cut to fit keeps one where its text went, long or short):
 #: never a sentence of the person's, whatever number they name.
 _CUT_MARK: Final = re.compile(r"\[… ?[\d,]+ (?:characters )?cut\b[^\]\n]*…\]")
-_FILLER: Final = re.compile(
-    r"^\W*(ok(?:ay)?|thanks?(?: you)?|thx|great|cool|nice|sure|yes|no|yep|nope|got it|sounds "
-    r"good|perfect|interesting|hmm+|lol|right|alright|continue|go on|go ahead|"
-    r"(?:let(?:'s| us) )?(?:keep going|carry on|continue|proceed)(?: with (?:the|our|this) "
-    r"(?:plan|work))?)\W*$",
-    re.IGNORECASE,
-)
 
 
 @attrs.frozen(slots=True)
@@ -142,29 +116,30 @@ class Statement:
         return PRIORITY[self.kind]
 
 
-def _bare(text: str) -> str:
-    """``text`` with its values read as spaces."""
+def _bare(text: str, found: Sequence[re.Match[str]] | None = None) -> str:
+    """``text`` with its values read as spaces (``found``: its values, when already read from
+    ``_unpasted(text)``)."""
     text = _unpasted(text)
     pieces: list[str] = []
     pos = 0
-    for m in _values(text):
+    for m in _values(text) if found is None else found:
         pieces += (text[pos : m.start()], " ")
         pos = m.end()
     return "".join(pieces) + text[pos:]
 
 
-def subject_of(text: str) -> frozenset[str]:
+def subject_of(text: str, bare: str | None = None) -> frozenset[str]:
     """The words a sentence is about once its values and change-words are taken out."""
-    bare = _bare(text).lower()
+    bare = (_bare(text) if bare is None else bare).lower()
     return frozenset(w for w in _WORD.findall(bare) if w not in _STOP and w not in _CHANGE)
 
 
-def names_of(text: str) -> frozenset[str]:
+def names_of(text: str, bare: str | None = None) -> frozenset[str]:
     """What names *which* thing a sentence is about, beyond its words: words in capitals
     ("EU", "US", "Plan A", a code such as "PBUDH") and a number right after the noun a verb
     follows ("Job 1 must ...", "Room 4 is ..."). Two sentences that differ here are about two
     things, whatever their other words share."""
-    bare = _bare(text)
+    bare = _bare(text) if bare is None else bare
     out = {f"={m.group(1).lower()} {m.group(2)}" for m in _NUMBERED.finditer(text)}
     for m in _SHORT_CAPS.finditer(bare):
         name = m.group(0)
@@ -193,11 +168,15 @@ class _Reading:
 def _read(text: str) -> _Reading:
     """One sentence read, kept by its text for as long as it is among the last
     ``_READINGS`` read: a run in a loop meets the same sentences again (the person's
-    messages still in view, the ledger it carries), so reading them is paid once."""
+    messages still in view, the ledger it carries), so reading them is paid once. Its values
+    are found once: they are the values, and what the subject and the names are read from
+    once they are taken out."""
+    found = list(_values(_unpasted(text)))
+    bare = _bare(text, found)
     return _Reading(
-        frozenset(values_of(text)),
-        subject_of(text),
-        names_of(text),
+        frozenset(m.group(0).strip(".,") for m in found),  # as ``values_of`` reads them
+        subject_of(text, bare),
+        names_of(text, bare),
         _changes(text),
         _PROHIBITION.match(text) is not None,
     )
@@ -332,21 +311,6 @@ def superseded(newer: Iterable[str], older: Iterable[str]) -> set[str]:
         for text in newer:
             index.superseded_by(text, out)
     return out
-
-
-def _kind(sentence: str) -> StatementKind | None:
-    if _FILLER.match(sentence):
-        return None
-    if _RULE.search(sentence):
-        return "rule"
-    has_value = next(_values(_unpasted(sentence)), None) is not None  # the first will do
-    if has_value and _RULE_WITH_VALUE.search(sentence):
-        return "rule"
-    if has_value:
-        return "fact"
-    if _GOAL.search(sentence):
-        return "goal"
-    return None
 
 
 def statements(text: str, seen: set[str] | None = None) -> list[Statement]:

@@ -27,6 +27,7 @@ first, and each message is counted once.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final
@@ -56,6 +57,8 @@ _SHELLS: Final = frozenset({"bash", "Bash", "shell", "sh", "execute_bash", "run_
 #: What a shell line holds when it does more than show files: command lists, substitutions,
 #: redirections, variables (``|`` is allowed: a viewer piped into a viewer).
 _NOT_A_VIEW: Final = (";", "&", ">", "<", "$", "`", "\n", "(", ")")
+#: A line's first word when it holds no quote or escape: then it is shlex's first token.
+_FIRST_WORD: Final = re.compile(r"[ \t\r\n]*([^ \t\r\n'\"\\]+)(?:[ \t\r\n]|$)")
 #: Commands are read as reads only up to this length (a view is a short line).
 _MAX_VIEW_CHARS: Final = 500
 #: Arguments longer than this are not repeated in the pointer (as for a cleared output).
@@ -94,6 +97,9 @@ def _is_view(command: str) -> bool:
     """Whether a shell line only shows files: viewers, piped into each other, nothing else."""
     if len(command) > _MAX_VIEW_CHARS or any(c in command for c in _NOT_A_VIEW):
         return False
+    first = _FIRST_WORD.match(command)
+    if first is not None and first.group(1) not in _VIEWERS and first.group(1) != "|":
+        return False  # the first word as shlex reads it (no quote, no escape): no viewer
     try:
         words = shlex.split(command)
     except ValueError:
@@ -180,11 +186,13 @@ class Dedupe(Strategy):
             if made is None or provenance(m) is not None or _has_media(m):
                 continue
             key = _key(made)
-            read = _is_read(made, self.read_tools)
             later = newest.get(key)
-            if later is not None and not is_pinned(m) and (read or later[1] == m.content):
-                found.append((i, later[0], read))
-                continue  # the newer copy stays the one pointed to
+            # Whether the call reads (a shell line parsed) is asked only of a repeated call.
+            if later is not None and not is_pinned(m):
+                read = _is_read(made, self.read_tools)
+                if read or later[1] == m.content:
+                    found.append((i, later[0], read))
+                    continue  # the newer copy stays the one pointed to
             newest[key] = (i, m.content)
         found.reverse()
         return found
