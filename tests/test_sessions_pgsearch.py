@@ -363,3 +363,20 @@ def test_words_joined_by_any_punctuation_are_found_alone_and_as_a_phrase(
     assert [h.seq for h in session.search("Baz", include_view=True)] == [0]
     assert [h.seq for h in session.search("résumé", include_view=True)] == [1]
     assert [h.seq for h in session.search("naïve résumé parser", include_view=True)][:1] == [1]
+
+
+def test_how_far_a_process_indexed_is_kept_for_a_bounded_number_of_sessions() -> None:
+    """A long-lived process serving many conversations remembers the newest few (a forgotten
+    one asks the server again), and never takes one generation's progress for another's."""
+    from compaction.sessions.pgsearch import Progress
+
+    progress = Progress(size=3)
+    for i in range(5):
+        progress.record(f"s{i}", "epoch-a", i)
+    assert [progress.newest(f"s{i}", "epoch-a") for i in range(5)] == [None, None, 2, 3, 4]
+    assert progress.newest("s4", "epoch-b") is None
+    progress.record("s2", "epoch-a", 9)  # used again: now the newest, so s3 goes first
+    progress.record("s5", "epoch-a", 5)
+    assert progress.newest("s3", "epoch-a") is None and progress.newest("s2", "epoch-a") == 9
+    progress.forget("s2")
+    assert progress.newest("s2", "epoch-a") is None

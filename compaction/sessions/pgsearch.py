@@ -49,6 +49,7 @@ from .history import Entry, History
 __all__ = [
     "PART_CHARS",
     "SCHEMA",
+    "Progress",
     "TABLE",
     "index_since",
     "indexed_text",
@@ -161,6 +162,30 @@ def _insert(conn: psycopg.Connection[Any], name: str, rows: Sequence[tuple[Any, 
             [name, *_columns(rows[start : start + _ROWS_PER_INSERT])],
             prepare=False,
         )
+
+
+class Progress:
+    """How far this process indexed each session, and in which generation: what the next
+    [`index_since`][] need not ask the server. A guess only (the statement checks the
+    generation, and rows another process indexed are skipped), kept for the most recent
+    ``size`` sessions: one the process forgot asks the server again, no more."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._newest: dict[str, tuple[str | None, int]] = {}
+
+    def newest(self, name: str, epoch: str | None) -> int | None:
+        known = self._newest.get(name)
+        return known[1] if known is not None and known[0] == epoch else None
+
+    def record(self, name: str, epoch: str | None, newest: int) -> None:
+        self._newest.pop(name, None)  # the newest last: the oldest is the first to go
+        self._newest[name] = (epoch, newest)
+        if len(self._newest) > self._size:
+            self._newest.pop(next(iter(self._newest)), None)
+
+    def forget(self, name: str) -> None:
+        self._newest.pop(name, None)
 
 
 def index_since(

@@ -78,10 +78,7 @@ class PostgresBackend(Backend):
         max_idle: float = 60.0,
         on_retry: Callable[[str], None] | None = None,
     ) -> None:
-        # How far this process indexed each session, and in which generation: what the next
-        # index() need not ask the server (a guess only: the statement checks the generation,
-        # and rows another process indexed are skipped).
-        self._indexed: dict[str, tuple[str | None, int]] = {}
+        self._indexed = pgsearch.Progress()
         self._db = Connections(
             url,
             min_size=min_size,
@@ -317,7 +314,7 @@ class PostgresBackend(Backend):
             return pgsearch.search(conn, name, history, query, limit, exclude)
 
         hits = self._run(work, what="search")
-        self._indexed[name] = (history.epoch, history.next_seq - 1)
+        self._indexed.record(name, history.epoch, history.next_seq - 1)
         return hits
 
     def index(self, name: str, history: History) -> bool | None:
@@ -325,17 +322,16 @@ class PostgresBackend(Backend):
         statement when it knows how far the index goes (pgsearch.index_since)."""
         if not self._db.search_ready:
             return None
-        known = self._indexed.get(name)
-        done = known[1] if known is not None and known[0] == history.epoch else None
+        done = self._indexed.newest(name, history.epoch)
 
         def work(conn: psycopg.Connection[Any]) -> int | None:
             return pgsearch.index_since(conn, name, history, done)
 
         newest = self._run(work, what="index")
         if newest is None:
-            self._indexed.pop(name, None)
+            self._indexed.forget(name)
             return False
-        self._indexed[name] = (history.epoch, newest)
+        self._indexed.record(name, history.epoch, newest)
         return True
 
     # -- whole sessions -----------------------------------------------------------------------
