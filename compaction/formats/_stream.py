@@ -28,7 +28,16 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from .._reading import InputFileError, grew
-from .detect import EXPECTED, Document, Interning, _loads, check_tree, decode, parse_text
+from .detect import (
+    EXPECTED,
+    Document,
+    Interning,
+    _loads,
+    check_tree,
+    decode,
+    parse_text,
+    unreadable,
+)
 from .errors import FormatError
 
 __all__ = ["parse_stream"]
@@ -175,21 +184,15 @@ def parse_path(path: str | os.PathLike[str]) -> Document:
     regular one (a pipe) is read whole, as before."""
     try:
         stream = open(path, "rb")  # noqa: SIM115 - closed below
-    except FileNotFoundError:
-        raise FormatError(path, "no such file") from None
-    except IsADirectoryError:
-        raise FormatError(path, "is a directory; expected a transcript file") from None
     except OSError as exc:
-        raise FormatError(path, f"cannot read the file ({exc.strerror})") from None
+        raise unreadable(path, exc) from None
     with stream:
         try:
             seekable = stream.seekable() and os.path.isfile(path)
             if not seekable:
                 return parse_text(decode(stream.read(), path), str(path))
             return parse_stream(stream, str(path))
-        except IsADirectoryError:
-            raise FormatError(path, "is a directory; expected a transcript file") from None
         except OSError as exc:
             if isinstance(exc, InputFileError):
                 raise
-            raise FormatError(path, f"cannot read the file ({exc.strerror})") from None
+            raise unreadable(path, exc) from None

@@ -25,6 +25,7 @@ __all__ = [
     "is_message",
     "parse_text",
     "read_text",
+    "unreadable",
 ]
 
 EXPECTED: Final = (
@@ -68,13 +69,18 @@ def read_text(path: str | os.PathLike[str]) -> str:
     """The file's text; [`FormatError`][] for a missing, empty or binary file."""
     try:
         data = Path(path).read_bytes()
-    except FileNotFoundError:
-        raise FormatError(path, "no such file") from None
-    except IsADirectoryError:
-        raise FormatError(path, "is a directory; expected a transcript file") from None
     except OSError as exc:
-        raise FormatError(path, f"cannot read the file ({exc.strerror})") from None
+        raise unreadable(path, exc) from None
     return decode(data, path)
+
+
+def unreadable(path: str | os.PathLike[str], exc: OSError) -> FormatError:
+    """The [`FormatError`][] for a file that could not be opened or read, saying why."""
+    if isinstance(exc, FileNotFoundError):
+        return FormatError(path, "no such file")
+    if isinstance(exc, IsADirectoryError):
+        return FormatError(path, "is a directory; expected a transcript file")
+    return FormatError(path, f"cannot read the file ({exc.strerror})")
 
 
 def decode(data: bytes, path: str | os.PathLike[str]) -> str:
