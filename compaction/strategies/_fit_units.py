@@ -69,6 +69,18 @@ def _note_pieces(text: str) -> tuple[list[str], list[int | None]]:
     return pieces, ranks
 
 
+def _counted(build: Callable[[int], str], count_text: Callable[[str], int]) -> Callable[[int], int]:
+    """``count_text(build(k))``, each ``k`` built and counted once (a bisection asks again)."""
+    memo: dict[int, int] = {}
+
+    def size(k: int) -> int:
+        if k not in memo:
+            memo[k] = count_text(build(k))
+        return memo[k]
+
+    return size
+
+
 def _bisect(size: Callable[[int], int], most: int, want: int) -> int:
     """The fewest drops ``k`` in ``0..most`` with ``size(k) <= want`` (``most`` when none)."""
     low, high = 0, most
@@ -103,13 +115,7 @@ def cut_lines(
             kept = [p for p in kept if not p.startswith("\n" + _SAID)]
         return "".join(kept).rstrip() + close
 
-    memo: dict[int, int] = {}
-
-    def size(k: int) -> int:
-        if k not in memo:
-            memo[k] = count_text(build(k))
-        return memo[k]
-
+    size = _counted(build, count_text)
     k = _bisect(size, len(order), want)
     if size(k) > want and may_empty:
         return ""
@@ -171,13 +177,7 @@ def cut_sentences(
         mark = marker(len(text) - len(kept))
         return kept + mark if kept else mark.strip("\n")
 
-    memo: dict[int, int] = {}
-
-    def size(k: int) -> int:
-        if k not in memo:
-            memo[k] = count_text(build(k))
-        return memo[k]
-
+    size = _counted(build, count_text)
     k = _bisect(size, len(order), want)
     if k == 0:
         return None
