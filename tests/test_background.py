@@ -5,51 +5,15 @@ returning while it is still held, not by a clock."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
 
 import pytest
 
-from compaction import CompactionPipeline, Compactor, Message, ToolCall
+from compaction import Compactor, Message
 from compaction.background import Background
-from compaction.strategies.fit import Fit
-from compaction.strategies.summary import Summary
-from compaction.strategies.tool_results import ToolResults
 from compaction.validate import validate
 
-WINDOW = 6_000
-
-
-class Gated:
-    """A summariser that waits for the test to let it answer."""
-
-    model_call = True
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.gate = threading.Event()
-        self.calls = 0
-
-    def __call__(self, transcript: str, instructions: str) -> str:
-        self.calls += 1
-        self.entered.set()
-        if not self.gate.wait(timeout=60):
-            raise RuntimeError("the test never released the summariser")
-        return "Summary of the earlier work: read modules, found nothing wrong."
-
-
-def _ladder(summarizer: object) -> CompactionPipeline:
-    """Tool-result clearing, then the summary: the assistant's long reasoning is what only a
-    summary can shrink."""
-    return CompactionPipeline().use(ToolResults()).use(Summary(summarizer)).run(Fit())
-
-
-def _grow(agent: list[Message], i: int) -> None:
-    call = ToolCall(f"c{i}", "read", json.dumps({"path": f"m{i}.py"}))
-    thinking = f"Step {i}: weighing module m{i} against the plan. " * 25
-    agent.append(Message("assistant", thinking, tool_calls=(call,)))
-    agent.append(Message("tool", f"# m{i}\n" + "value = compute(x)\n" * 10, tool_call_id=f"c{i}"))
+from .background_parts import WINDOW, Gated, grow, ladder
 
 
 def _wait(predicate, seconds: float = 30) -> bool:  # type: ignore[no-untyped-def]
@@ -65,18 +29,18 @@ def test_no_call_waits_and_the_summary_is_swapped_in_when_ready() -> None:
     summarizer = Gated()
     background = Background(start_at=0.5)
     compactor = Compactor(
-        _ladder(summarizer), WINDOW, compact_at=0.8, compact_to=0.4, background=background
+        ladder(summarizer), WINDOW, compact_at=0.8, compact_to=0.4, background=background
     )
     agent = [Message("system", "You are an agent."), Message("user", "Review every module.")]
     i = 0
     while not background.running and i < 60:
-        _grow(agent, i)
+        grow(agent, i)
         i += 1
         compactor.before_call(agent)
     assert summarizer.entered.wait(10) and background.running
     # The summary is held: the turn goes on, compacting with the free layers when it must.
     for _ in range(3):
-        _grow(agent, i)
+        grow(agent, i)
         i += 1
         request = compactor.before_call(agent)
         validate(request)
@@ -85,7 +49,7 @@ def test_no_call_waits_and_the_summary_is_swapped_in_when_ready() -> None:
     assert summarizer.calls == 1
     summarizer.gate.set()
     assert _wait(lambda: not background.running)
-    _grow(agent, i)
+    grow(agent, i)
     request = compactor.before_call(agent)
     validate(request)
     kinds = [(m.meta.get("compaction") or {}).get("kind") for m in request]
@@ -97,11 +61,11 @@ def test_no_call_waits_and_the_summary_is_swapped_in_when_ready() -> None:
 def test_a_summary_of_another_conversation_is_discarded_and_close_cancels() -> None:
     summarizer = Gated()
     background = Background(start_at=0.5)
-    compactor = Compactor(_ladder(summarizer), WINDOW, compact_at=0.8, background=background)
+    compactor = Compactor(ladder(summarizer), WINDOW, compact_at=0.8, background=background)
     agent = [Message("system", "You are an agent."), Message("user", "Review every module.")]
     i = 0
     while not background.running and i < 60:
-        _grow(agent, i)
+        grow(agent, i)
         i += 1
         compactor.before_call(agent)
     summarizer.gate.set()
@@ -112,7 +76,7 @@ def test_a_summary_of_another_conversation_is_discarded_and_close_cancels() -> N
     compactor.close()
     assert not background.running
     with pytest.raises(ValueError, match="below"):
-        Compactor(_ladder(Gated()), WINDOW, compact_at=0.5, background=Background(0.6))
+        Compactor(ladder(Gated()), WINDOW, compact_at=0.5, background=Background(0.6))
 
 
 def test_from_an_event_loop_the_summary_is_a_task() -> None:
@@ -135,20 +99,20 @@ async def _from_an_event_loop() -> None:
             return "Summary: earlier modules were read."
 
     summarizer = Async()
-    pipeline = _ladder(summarizer)
+    pipeline = ladder(summarizer)
     background = Background(start_at=0.5)
     compactor = Compactor(pipeline, WINDOW, compact_at=0.8, background=background)
     agent = [Message("system", "You are an agent."), Message("user", "Review every module.")]
     i = 0
     while not background.running and i < 60:
-        _grow(agent, i)
+        grow(agent, i)
         i += 1
         request = await compactor.abefore_call(agent)
         validate(request)
         assert compactor.counter.count_messages(request) <= WINDOW
     for _ in range(2):  # the turn goes on while the summary is held
         await asyncio.sleep(0)
-        _grow(agent, i)
+        grow(agent, i)
         i += 1
         request = await compactor.abefore_call(agent)
         validate(request)
@@ -158,7 +122,7 @@ async def _from_an_event_loop() -> None:
         await asyncio.sleep(0.01)
         if not background.running:
             break
-    _grow(agent, 99)
+    grow(agent, 99)
     request = await compactor.abefore_call(agent)
     assert background.stats.applied == 1
     assert any((m.meta.get("compaction") or {}).get("kind") == "summary" for m in request)

@@ -6,54 +6,24 @@ The summariser waits on an Event the test holds; nothing here reads a clock to d
 
 from __future__ import annotations
 
-import json
-import threading
-
-from compaction import CompactionPipeline, Compactor, Message, ToolCall
+from compaction import Compactor, Message, ToolCall
 from compaction.background import Background
 from compaction.memory.transcript import provenance
-from compaction.strategies.fit import Fit
-from compaction.strategies.summary import Summary
-from compaction.strategies.tool_results import ToolResults
 from compaction.validate import validate
 
-WINDOW = 6_000
-
-
-class Gated:
-    """A model summariser that answers only once the test opens its gate."""
-
-    model_call = True
-
-    def __init__(self) -> None:
-        self.entered = threading.Event()
-        self.gate = threading.Event()
-        self.finished = threading.Event()
-
-    def __call__(self, transcript: str, instructions: str) -> str:
-        self.entered.set()
-        if not self.gate.wait(timeout=60):
-            raise RuntimeError("the test never opened the gate")
-        self.finished.set()
-        return "Summary of the earlier work: every module read, m3 holds the bug."
-
-
-def _grow(agent: list[Message], i: int) -> None:
-    call = ToolCall(f"c{i}", "read", json.dumps({"path": f"m{i}.py"}))
-    thinking = f"Step {i}: weighing module m{i} against the plan. " * 25
-    agent.append(Message("assistant", thinking, tool_calls=(call,)))
-    agent.append(Message("tool", f"# m{i}\n" + "value = compute(x)\n" * 10, tool_call_id=f"c{i}"))
+from .background_parts import WINDOW, Gated, grow, ladder
 
 
 def _start() -> tuple[Gated, Background, Compactor, list[Message], int]:
     summarizer = Gated()
     background = Background(start_at=0.5)
-    ladder = CompactionPipeline().use(ToolResults()).use(Summary(summarizer)).run(Fit())
-    compactor = Compactor(ladder, WINDOW, compact_at=0.8, compact_to=0.4, background=background)
+    compactor = Compactor(
+        ladder(summarizer), WINDOW, compact_at=0.8, compact_to=0.4, background=background
+    )
     agent = [Message("system", "You are an agent."), Message("user", "Review every module.")]
     i = 0
     while not background.running and i < 60:
-        _grow(agent, i)
+        grow(agent, i)
         i += 1
         compactor.before_call(agent)
     assert summarizer.entered.wait(30) and background.running
@@ -78,7 +48,7 @@ def test_a_summary_back_after_the_conversation_grew_past_the_mark_is_sent_within
     # The summary is out: the agent goes on, and every call returns while the summariser has
     # not finished.
     for _ in range(3):
-        _grow(agent, i)
+        grow(agent, i)
         i += 1
         request = compactor.before_call(agent)
         assert not summarizer.finished.is_set()
@@ -86,7 +56,7 @@ def test_a_summary_back_after_the_conversation_grew_past_the_mark_is_sent_within
     calls = compactor.stats.calls
     # Then a burst of results lands between two calls (parallel tools, a sub-agent's report).
     for _ in range(12):
-        _grow(agent, i)
+        grow(agent, i)
         i += 1
     _finish(summarizer, background)
     request = compactor.before_call(agent)
