@@ -154,6 +154,22 @@ def test_langchain_search_and_new_context() -> None:
 # -- pydantic-ai -------------------------------------------------------------------------------
 
 
+def pydantic_texts(messages: list[Any]) -> list[str]:
+    """What a pydantic-ai request says, a text per message (its instructions, then each part's
+    content, a tool call as its JSON arguments): what the scripted brain reads."""
+    from pydantic_ai.messages import ToolCallPart
+
+    return [
+        str(getattr(m, "instructions", None) or "")
+        + "".join(
+            part.args_as_json_str() if isinstance(part, ToolCallPart) else str(part.content)
+            for part in m.parts
+            if hasattr(part, "content") or isinstance(part, ToolCallPart)
+        )
+        for m in messages
+    ]
+
+
 def test_pydantic_ai_search_and_new_context() -> None:
     pytest.importorskip("pydantic_ai")
     from pydantic_ai import Agent
@@ -173,16 +189,7 @@ def test_pydantic_ai_search_and_new_context() -> None:
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         assert {"recall", "search", "new_context"} <= {t.name for t in info.function_tools}
-        texts = [
-            str(getattr(m, "instructions", None) or "")
-            + "".join(
-                part.args_as_json_str() if isinstance(part, ToolCallPart) else str(part.content)
-                for part in m.parts
-                if hasattr(part, "content") or isinstance(part, ToolCallPart)
-            )
-            for m in messages
-        ]
-        step = brain.next(texts)
+        step = brain.next(pydantic_texts(messages))
         if step is None:
             return ModelResponse([TextPart("done")])
         return ModelResponse([ToolCallPart(step[0], step[1], f"c{len(brain.requests)}")])

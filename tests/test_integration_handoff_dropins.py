@@ -35,6 +35,7 @@ from tests.test_integration_context_tools import (
     Brain,
     body,
     handed_off,
+    pydantic_texts,
 )
 
 os.environ.setdefault("OPENAI_AGENTS_DISABLE_TRACING", "1")
@@ -47,20 +48,6 @@ BOTH_LINE = "The search and recall tools reach them."
 
 
 # -- pydantic-ai: the history processor --------------------------------------------------------
-
-
-def _pydantic_texts(messages: list[Any]) -> list[str]:
-    from pydantic_ai.messages import ToolCallPart
-
-    return [
-        str(getattr(m, "instructions", None) or "")
-        + "".join(
-            part.args_as_json_str() if isinstance(part, ToolCallPart) else str(part.content)
-            for part in m.parts
-            if hasattr(part, "content") or isinstance(part, ToolCallPart)
-        )
-        for m in messages
-    ]
 
 
 def test_pydantic_ai_processor_search_and_new_context() -> None:
@@ -83,7 +70,7 @@ def test_pydantic_ai_processor_search_and_new_context() -> None:
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         assert {"recall", "search", "new_context"} <= {t.name for t in info.function_tools}
-        step = brain.next(_pydantic_texts(messages))
+        step = brain.next(pydantic_texts(messages))
         if step is None:
             return ModelResponse([TextPart("done")])
         return ModelResponse([ToolCallPart(step[0], step[1], f"c{len(brain.requests)}")])
@@ -139,7 +126,7 @@ def test_pydantic_ai_handoff_outlives_the_conversations_compactor() -> None:
     requests: list[list[str]] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        texts = _pydantic_texts(messages)
+        texts = pydantic_texts(messages)
         requests.append(texts)
         step = len(requests) - 1
         if texts[-1].endswith(("Other task.", "Go on.")) or step > 3:
@@ -717,7 +704,7 @@ def test_pydantic_ai_processor_notes_name_its_tools(recall: bool) -> None:
     plan = _reads(30)
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        texts = _pydantic_texts(messages)
+        texts = pydantic_texts(messages)
         step = plan(texts)
         requests.append(texts)
         if step is None:
