@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol, TypeVar
 
 from ..memory.search import SearchHit, SearchIndex
 from .backend import Backend
@@ -36,6 +37,8 @@ class Session(Protocol):
 
 
 __all__ = ["INDEX_FILE", "search_session", "update_index"]
+
+T = TypeVar("T")
 
 #: The file store's index, in the session's directory beside the journal.
 INDEX_FILE = "search.sqlite"
@@ -61,18 +64,23 @@ def search_session(session: Session, query: str, limit: int, include_view: bool)
         hits = session.backend.search(session.name, history, query, limit, shown)
         if hits is not None:
             return hits
-        index = _index(session, history)
-        messages = [e.message for e in entries]
-        try:
-            index.sync(messages, history.first_seq)
-            return index.search(query, limit, exclude=shown)
-        except sqlite3.DatabaseError:
-            if index.path is None:
-                raise
-            # Torn in a way the check on opening did not see: rebuilt from the history.
-            index.rebuild()
-            index.sync(messages, history.first_seq)
-            return index.search(query, limit, exclude=shown)
+        return _synced(session, history, lambda index: index.search(query, limit, exclude=shown))
+
+
+def _synced(session: Session, history: History, then: Callable[[SearchIndex], T]) -> T:
+    """``then`` of the Session's own index, brought up to date with ``history`` first. An index
+    torn in a way the check on opening did not see is rebuilt from the history, once."""
+    index = _index(session, history)
+    messages = [e.message for e in history.entries]
+    try:
+        index.sync(messages, history.first_seq)
+        return then(index)
+    except sqlite3.DatabaseError:
+        if index.path is None:
+            raise
+        index.rebuild()
+        index.sync(messages, history.first_seq)
+        return then(index)
 
 
 def _index(session: Session, history: History) -> SearchIndex:
@@ -103,13 +111,4 @@ def update_index(session: Session) -> None:
             history = session._refresh()
         if session.backend.index(session.name, history) is not None:
             return
-        history = session._refresh()
-        index = _index(session, history)
-        messages = [e.message for e in history.entries]
-        try:
-            index.sync(messages, history.first_seq)
-        except sqlite3.DatabaseError:
-            if index.path is None:
-                raise
-            index.rebuild()
-            index.sync(messages, history.first_seq)
+        _synced(session, session._refresh(), lambda index: None)
