@@ -15,10 +15,12 @@ last error type, the last command) that the request no longer shows is searched 
 answer as the query, ``session.search(answer, limit=3)``): found when one of the three hits is
 a message that holds the fact.
 
-Write time is the time spent in ``add`` and ``set_view`` during the replay. Index time is the
-time spent bringing the index up to date after every stored compaction
-(``compaction.sessions.searching.update_index``): the cost of indexing at every compaction,
-which is at least as often as a store indexes on its own (at a search).
+Write time: the same writes (``plan``, the trigger run once beforehand, untimed) stored three
+times in turn (``write``): with no indexing (the default: the index is brought up to date at
+the next search), with ``compaction.sessions.searching.update_index`` after every stored view
+on the caller's thread, and through a store made with ``index_views=True`` (its background
+indexer), whose queue is waited for at the end of the run, that wait counted. What indexing
+adds is each mode's time over the first's.
 """
 
 from __future__ import annotations
@@ -64,38 +66,66 @@ def calls(messages: Sequence[Message]) -> Iterator[list[Message]]:
         yield batch
 
 
+def plan(
+    messages: Sequence[Message], counter: TiktokenCounter, tokens: int
+) -> tuple[list[tuple[list[Message], list[Message] | None]], Sequence[Message], int]:
+    """The run as an agent writes it: each model call's batch, and the view the default
+    trigger stored before that call (None when it did not compact); then the request the
+    agent would send next and the number of compactions. Every message gets its id first
+    (``m<i>``, unless it has one), so the same views can be stored into any session."""
+    named = [
+        m if m.id is not None else m.replace(id=f"m{i}", tokens=m.tokens)
+        for i, m in enumerate(messages)
+    ]
+    compactor = Compactor(default_pipeline(counter=counter), max(1, tokens // 2), counter=counter)
+    sent: list[Message] = []
+    steps: list[tuple[list[Message], list[Message] | None]] = []
+    request: Sequence[Message] = ()
+    for batch in calls(named):
+        sent.extend(batch)
+        before = compactor.stats.compactions
+        request = compactor.before_call(sent)
+        steps.append((batch, list(request) if compactor.stats.compactions > before else None))
+    return steps, request, compactor.stats.compactions
+
+
+def write(
+    session: Session, steps: Sequence[tuple[list[Message], list[Message] | None]], index: str
+) -> dict[str, Any]:
+    """Store ``steps`` into ``session``: each batch appended, each view stored. ``index``:
+    ``"none"`` (the index is left to the next search), ``"eager"`` (``update_index`` after
+    every stored view, on the caller's thread) or ``"background"`` (a store made with
+    ``index_views=True``: its indexer is waited for at the end, and that wait counts).
+    Answers the stored messages and the seconds: ``total`` (everything, waits included) and
+    ``index`` (in ``update_index``, or waiting for the indexer)."""
+    stored: list[Message] = []
+    index_s = 0.0
+    began = time.perf_counter()
+    for batch, view in steps:
+        stored.extend(session.add(batch))
+        if view is not None:
+            session.set_view(view)
+            if index == "eager":
+                at = time.perf_counter()
+                update_index(session)
+                index_s += time.perf_counter() - at
+    if index == "background":
+        indexer = session.store.indexer  # type: ignore[attr-defined]
+        at = time.perf_counter()
+        indexer.wait()
+        index_s += time.perf_counter() - at
+    return {"stored": stored, "total": time.perf_counter() - began, "index": index_s}
+
+
 def replay_into(
     session: Session, messages: Sequence[Message], counter: TiktokenCounter, tokens: int
 ) -> dict[str, Any]:
     """Write ``messages`` into ``session`` call by call through the default trigger, every
-    compaction stored as the view; answer the stored messages, the next request, the write
-    and index seconds and the number of compactions."""
-    compactor = Compactor(default_pipeline(counter=counter), max(1, tokens // 2), counter=counter)
-    stored: list[Message] = []
-    request: Sequence[Message] = ()
-    write = index = 0.0
-    compactions = 0
-    for batch in calls(messages):
-        began = time.perf_counter()
-        stored.extend(session.add(batch))
-        write += time.perf_counter() - began
-        before = compactor.stats.compactions
-        request = compactor.before_call(stored)
-        if compactor.stats.compactions > before:
-            compactions += 1
-            began = time.perf_counter()
-            session.set_view(request)
-            write += time.perf_counter() - began
-            began = time.perf_counter()
-            update_index(session)
-            index += time.perf_counter() - began
-    return {
-        "stored": stored,
-        "request": request,
-        "write": write,
-        "index": index,
-        "compactions": compactions,
-    }
+    compaction stored as the view and indexed at once; answer the stored messages, the next
+    request and the number of compactions."""
+    steps, request, compactions = plan(messages, counter, tokens)
+    done = write(session, steps, "eager")
+    return {"stored": done["stored"], "request": request, "compactions": compactions}
 
 
 def hidden_found(
@@ -140,9 +170,18 @@ def _runs(ctx: Any) -> tuple[list[tuple[str, Path, tuple[Message, ...], int]], l
     return runs, skipped
 
 
+#: How each run is written (see ``write``); the order turns with each run, so a drift of
+#: the machine's speed falls on every mode alike.
+MODES: Final = ("none", "eager", "background")
+
+
 def _store_rows(url: str, runs: Any, skipped: list[str]) -> dict[str, Any]:
     counter = TiktokenCounter()
-    store = SessionStore.from_url(url)
+    stores = {
+        "none": SessionStore.from_url(url),
+        "eager": SessionStore.from_url(url),
+        "background": SessionStore.from_url(url, index_views=True),
+    }
     rows: dict[str, Any] = {}
     for n, (name, path, messages, tokens) in enumerate(runs):
         try:
@@ -150,24 +189,27 @@ def _store_rows(url: str, runs: Any, skipped: list[str]) -> dict[str, Any]:
         except UnreadableLog as exc:
             skipped.append(f"{name}: {exc.reason}")
             continue
-        session = store.open(f"run-{n}")
-        done = replay_into(session, messages, counter, tokens)
-        stored = done["stored"]
-        replayed = hidden_found(session, stored, done["request"], facts)
+        steps, request, compactions = plan(messages, counter, tokens)
+        done: dict[str, Any] = {}
+        for mode in MODES[n % 3 :] + MODES[: n % 3]:
+            done[mode] = write(stores[mode].open(f"{mode}-{n}"), steps, mode)
+        session = stores["background"].open(f"background-{n}")
+        stored = done["background"]["stored"]
+        replayed = hidden_found(session, stored, request, facts)
         target = max(1, int(counter.count_messages(stored) * SHARE))
         quarter = default_pipeline(counter=counter).compact(stored, target=target).messages
         session.set_view(quarter)
         at_quarter = hidden_found(session, stored, quarter, facts)
         rows[name] = {
             "facts": len(facts),
-            "write": done["write"],
-            "index": done["index"],
-            "compactions": done["compactions"],
+            "seconds": {mode: [d["total"], d["index"]] for mode, d in done.items()},
+            "compactions": compactions,
             "replay": [[f.kind, f.answer, ok] for f, ok in replayed],
             "quarter": [[f.kind, f.answer, ok] for f, ok in at_quarter],
         }
         progress(f"search: {name}")
-    store.close()
+    for store in stores.values():
+        store.close()
     return rows
 
 
@@ -218,8 +260,15 @@ def markdown(results: dict[str, Any]) -> list[str]:
         "the run, every compaction stored as the view); then each probe fact the next "
         "request no longer shows, and again each one the run compacted to 25% no longer "
         "shows, searched for by its answer: found when a message holding it is among the "
-        "first 3 hits (`benchmarks/search/suite.py`). Write time: `add` and `set_view`; "
-        "index time: bringing the index up to date after every stored compaction.",
+        "first 3 hits (`benchmarks/search/suite.py`). Write time: the same writes (`add` "
+        "of each call's batch, `set_view` of each compaction the trigger took; the trigger "
+        "itself is run once beforehand, untimed) stored three times, in turn: with no "
+        "indexing (the default: the index is brought up to date at the next search), with "
+        "`update_index` after every stored view on the caller's thread (eager), and with "
+        "the store's background indexer (`index_views=True`), whose queue is waited for at "
+        "the end of the run (that wait counts). Writes alone, back to back, are the least "
+        "room an indexer has to run beside them: an agent also spends time on the model "
+        "and its tools.",
         "",
     ]
     if "stores" not in results:
@@ -227,24 +276,30 @@ def markdown(results: dict[str, Any]) -> list[str]:
     goals: list[dict[str, Any]] = []
     table = [
         "| store | runs | facts hidden (replay) | found in top 3 | facts hidden (25%) |"
-        " found in top 3 | write s | index s | index / write |",
-        "|---|--:|--:|--:|--:|--:|--:|--:|--:|",
+        " found in top 3 | write s, no index | eager: index s | eager: added |"
+        " background: write s | waiting at the end s | background: added |",
+        "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|",
     ]
     misses: list[str] = []
     for store, data in results["stores"].items():
         if "rows" not in data:
-            table.append(f"| {store} | - | - | - | - | - | - | - | {data['skipped']} |")
+            table.append(f"| {store} |{' - |' * 10} {data['skipped']} |")
             goals.append({"goal": f"{store}: measured", "measured": "-", "met": None})
             continue
         rows = data["rows"]
         r_asked, r_found, r_missed = _totals(rows, "replay")
         q_asked, q_found, q_missed = _totals(rows, "quarter")
-        write = sum(r["write"] for r in rows.values())
-        index = sum(r["index"] for r in rows.values())
-        share = index / write if write else float("nan")
+
+        def total(mode: str, part: int, rows: Any = rows) -> float:
+            return float(sum(r["seconds"][mode][part] for r in rows.values()))
+
+        plain = total("none", 0)
+        eager = total("eager", 1) / plain if plain else float("nan")
+        background = (total("background", 0) - plain) / plain if plain else float("nan")
         table.append(
             f"| {store} | {len(rows)} | {r_asked} | {r_found} | {q_asked} | {q_found} | "
-            f"{write:.2f} | {index:.2f} | {share:.1%} |"
+            f"{plain:.2f} | {total('eager', 1):.2f} | {eager:.1%} | "
+            f"{total('background', 0):.2f} | {total('background', 1):.2f} | {background:+.1%} |"
         )
         goals.append(
             {
@@ -255,9 +310,12 @@ def markdown(results: dict[str, Any]) -> list[str]:
         )
         goals.append(
             {
-                "goal": f"{store}: indexing adds at most 10% to the session's write time",
-                "measured": f"{share:.1%} ({index:.2f} s beside {write:.2f} s)",
-                "met": share <= 0.10,
+                "goal": f"{store}: indexing every stored compaction adds at most 10% to the "
+                "session's write time",
+                "measured": f"in the background {background:+.1%} "
+                f"({total('background', 0):.2f} s against {plain:.2f} s); on the caller's "
+                f"thread {eager:.1%}",
+                "met": background <= 0.10,
             }
         )
         misses += [f"{store} replay: {m}" for m in r_missed]

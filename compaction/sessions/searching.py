@@ -64,13 +64,13 @@ def search_session(session: Session, query: str, limit: int, include_view: bool)
         hits = session.backend.search(session.name, history, query, limit, shown)
         if hits is not None:
             return hits
-        return _synced(session, history, lambda index: index.search(query, limit, exclude=shown))
+        index = _index(session, history)
+        return _synced(index, history, lambda index: index.search(query, limit, exclude=shown))
 
 
-def _synced(session: Session, history: History, then: Callable[[SearchIndex], T]) -> T:
-    """``then`` of the Session's own index, brought up to date with ``history`` first. An index
-    torn in a way the check on opening did not see is rebuilt from the history, once."""
-    index = _index(session, history)
+def _synced(index: SearchIndex, history: History, then: Callable[[SearchIndex], T]) -> T:
+    """``then`` of ``index``, brought up to date with ``history`` first. An index torn in a
+    way the check on opening did not see is rebuilt from the history, once."""
     messages = [e.message for e in history.entries]
     try:
         index.sync(messages, history.first_seq)
@@ -96,7 +96,7 @@ def _index(session: Session, history: History) -> SearchIndex:
     return index
 
 
-def update_index(session: Session) -> None:
+def update_index(session: Session, *, hold: bool = True) -> None:
     """Bring ``session``'s index up to date with its history now, instead of at the next
     search (after a compaction, say, off the turn's path).
 
@@ -104,11 +104,33 @@ def update_index(session: Session) -> None:
     own writes included, without reading the history again first: messages another writer
     added since are indexed by the next search, which reads the history first, and a session
     cleared or made again meanwhile gets nothing of the old one (the backend checks its
-    generation). The Session's own index reads the history first, as a search does."""
+    generation). With ``hold=False`` (the store's background indexer) the Session's lock is
+    held only to read and copy the history, not while the index is written, so the caller's
+    writes never queue behind it. The Session's own index reads the history first, as a
+    search does."""
     with session._mutex:
         history = session._history
         if history.cursor is None:  # never read: read it now
             history = session._refresh()
-        if session.backend.index(session.name, history) is not None:
+        if hold:
+            if session.backend.index(session.name, history) is None:
+                history = session._refresh()
+                _synced(_index(session, history), history, lambda index: None)
             return
-        _synced(session, session._refresh(), lambda index: None)
+        history = _copy(history)
+    if session.backend.index(session.name, history) is not None:
+        return
+    with session._mutex:
+        history = _copy(session._refresh())
+        index = _index(session, history)
+    # The index has a lock of its own: a search waits for it, the caller's writes do not.
+    _synced(index, history, lambda index: None)
+
+
+def _copy(history: History) -> History:
+    """What ``history`` holds now, apart from it: the Session may read or clear it meanwhile
+    (``reset`` starts a new list; an append extends the one copied)."""
+    copy = History()
+    copy.reset(history.cursor, history.first_seq, history.created, history.epoch)
+    copy.entries = list(history.entries)
+    return copy

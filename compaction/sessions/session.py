@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -43,6 +43,9 @@ from .mapping import SessionMapping
 from .recall import RecallTool, SearchTool
 from .searching import search_session
 
+if TYPE_CHECKING:
+    from .indexer import Indexer
+
 __all__ = ["Session"]
 
 
@@ -53,9 +56,13 @@ class Session:
     until the first write or ``save()``.
     """
 
-    def __init__(self, backend: Backend, name: str, *, store: object = None) -> None:
+    def __init__(
+        self, backend: Backend, name: str, *, store: object = None, indexer: Indexer | None = None
+    ) -> None:
         self.backend = backend
         self.store = store
+        # Set by a store made with index_views=True: each stored view queues the session there.
+        self._indexer = indexer
         self.name = name
         self._history = History()
         # The generation of the history last handed to the caller: the one a view it stores
@@ -292,6 +299,8 @@ class Session:
                 "messages": [encode_message(m) for m in view],
             }
             self.backend.put_view(self.name, body, oldest, expected)
+        if self._indexer is not None:
+            self._indexer.submit(self)
 
     save_view = set_view
 

@@ -25,6 +25,7 @@ from .archive import read_archive
 from .backend import Backend
 from .errors import SessionExistsError, SessionNotFoundError
 from .filestore import FileBackend
+from .indexer import Indexer
 from .names import validate_name
 from .session import Session
 
@@ -92,6 +93,12 @@ class SessionStore:
     writes. ``location`` names the store for people (a directory, or the database URL
     without its password); ``root`` is the directory of a file store (for a database store,
     the same text as ``location``).
+
+    ``index_views=True`` brings a session's search index up to date on a thread of the
+    store's own each time a view (a compaction) is stored, so the next search only asks and
+    the caller never waits for the indexing (see [`compaction.sessions.indexer`][]); by
+    default the index is brought up to date at search time. Close the store (or use it as a
+    context manager) to wait for what is queued.
     """
 
     def __init__(
@@ -100,6 +107,7 @@ class SessionStore:
         *,
         durable: bool = True,
         backend: Backend | None = None,
+        index_views: bool = False,
     ) -> None:
         if backend is None:
             url = os.environ.get(URL_ENV_VAR) if root is None else None
@@ -113,10 +121,17 @@ class SessionStore:
         self.durable = durable
         self.location: str = backend.location
         self.root: Any = backend.root if isinstance(backend, FileBackend) else backend.location
+        #: The background indexer (``index_views=True``), else None.
+        self.indexer: Indexer | None = Indexer() if index_views else None
 
     @classmethod
     def from_url(
-        cls, url: str | os.PathLike[str] | None = None, *, durable: bool = True, **options: Any
+        cls,
+        url: str | os.PathLike[str] | None = None,
+        *,
+        durable: bool = True,
+        index_views: bool = False,
+        **options: Any,
     ) -> SessionStore:
         """The store ``url`` names: ``postgresql://user@host/db`` (psycopg 3, the
         ``compaction-ladder[postgres]`` extra; ``options`` such as ``min_size``/``max_size`` go to
@@ -125,14 +140,18 @@ class SessionStore:
         if url is None:
             url = os.environ.get(URL_ENV_VAR) or None
             if url is None:
-                return cls(durable=durable)
-        return cls(backend=backend_for(os.fspath(url), durable=durable, **options))
+                return cls(durable=durable, index_views=index_views)
+        backend = backend_for(os.fspath(url), durable=durable, **options)
+        return cls(backend=backend, index_views=index_views)
 
     def __repr__(self) -> str:
         return f"SessionStore({self.location!r})"
 
     def close(self) -> None:
-        """Release the backend's connections (a no-op for files)."""
+        """Wait (up to 30 s) for the background indexer's queue, if any, then release the
+        backend's connections (a no-op for files)."""
+        if self.indexer is not None:
+            self.indexer.close()
         self.backend.close()
 
     def __enter__(self) -> SessionStore:
@@ -153,7 +172,7 @@ class SessionStore:
         ``save()``; see [`create`][]).
         """
         validate_name(name)
-        session = Session(self.backend, name, store=self)
+        session = Session(self.backend, name, store=self, indexer=self.indexer)
         if not create and not session.exists():
             raise SessionNotFoundError(name, self.location)
         return session
