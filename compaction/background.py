@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
+import functools
 import math
 import time
 from collections.abc import Sequence
@@ -37,6 +39,7 @@ from typing import Any
 import attrs
 
 from ._log import log
+from .memory.offered import offering
 from .messages import Message
 from .pipeline import CompactionPipeline
 
@@ -164,13 +167,14 @@ class Background:
             return compactor._commit(again, again.request, again.tokens)  # type: ignore[no-any-return]
         started = time.monotonic()
         try:
-            result = self.free.compact(
-                again.request,
-                target=again.target,
-                limit=compactor._limit(again),
-                counter=compactor.counter,
-                labels=again.labels,
-            )
+            with offering(compactor.memory_tools):
+                result = self.free.compact(
+                    again.request,
+                    target=again.target,
+                    limit=compactor._limit(again),
+                    counter=compactor.counter,
+                    labels=again.labels,
+                )
         except Exception as exc:
             return compactor._failed(again, exc, started)  # type: ignore[no-any-return]
         return compactor._taken(again, result)  # type: ignore[no-any-return]
@@ -188,7 +192,9 @@ class Background:
         # compact_at, so the prefix stays as stable as without a background summary.
         above = self.above
         if above is not None and above.strategies:
-            reach = above.compact(snapshot, target=plan.target, counter=compactor.counter).after
+            with offering(compactor.memory_tools):
+                tried = above.compact(snapshot, target=plan.target, counter=compactor.counter)
+            reach = tried.after
         else:
             reach = plan.tokens
         if reach <= plan.target:
@@ -201,16 +207,22 @@ class Background:
             "labels": {**plan.labels, "background": True},
         }
         pipeline = compactor.pipeline
-        if asynchronous:
-            work: Any = asyncio.get_running_loop().create_task(
-                pipeline.acompact(snapshot, **kwargs)
-            )
-        else:
-            if self._executor is None:
-                self._executor = concurrent.futures.ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix="compaction-summary"
+        # The summary's ladder runs in the caller's context (its layers' notes name the memory
+        # tools the model has, as on the turn's own runs): a task copies it when created, a
+        # worker thread is handed a copy.
+        with offering(compactor.memory_tools):
+            if asynchronous:
+                work: Any = asyncio.get_running_loop().create_task(
+                    pipeline.acompact(snapshot, **kwargs)
                 )
-            work = self._executor.submit(pipeline.compact, snapshot, **kwargs)
+            else:
+                if self._executor is None:
+                    self._executor = concurrent.futures.ThreadPoolExecutor(
+                        max_workers=1, thread_name_prefix="compaction-summary"
+                    )
+                context = contextvars.copy_context()
+                job = functools.partial(pipeline.compact, snapshot, **kwargs)
+                work = self._executor.submit(context.run, job)
         self._job = _Job(work, tuple(plan.messages))
         self.stats.started += 1
         log.info("background.started", tokens=plan.tokens, labels=plan.labels)

@@ -5,12 +5,17 @@ returning while it is still held, not by a clock."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
 
-from compaction import Compactor, Message
+from compaction import CompactionPipeline, Compactor, Message, Strategy
 from compaction.background import Background
+from compaction.memory.offered import offered
+from compaction.strategies.fit import Fit
+from compaction.strategies.summary import Summary
+from compaction.strategies.tool_results import ToolResults
 from compaction.validate import validate
 
 from .background_parts import WINDOW, Gated, grow, ladder
@@ -126,3 +131,59 @@ async def _from_an_event_loop() -> None:
     request = await compactor.abefore_call(agent)
     assert background.stats.applied == 1
     assert any((m.meta.get("compaction") or {}).get("kind") == "summary" for m in request)
+
+
+class Told(Strategy):
+    """A layer that declines, recording which memory tools its notes would name."""
+
+    name = "told"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, ...] | None] = []
+
+    def rewrite(self, messages, *, target, counter):  # type: ignore[no-untyped-def]
+        found = offered()
+        self.seen.append(None if found is None else tuple(sorted(found)))
+        return None
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_layers_run_in_the_background_are_told_the_memory_tools_offered(
+    asynchronous: bool,
+) -> None:
+    """The summary's ladder runs on another thread (or task), and the free layers again after
+    the swap: each layer is told which memory tools the model has, as on the turn's own runs,
+    so its notes say which tools reach what they replaced."""
+    summarizer = Gated()
+    told = Told()
+    pipeline = CompactionPipeline().use(ToolResults()).use(told)
+    pipeline = pipeline.use(Summary(summarizer)).run(Fit())
+    tools = [
+        {"type": "function", "function": {"name": "recall", "parameters": {}}},
+        {"type": "function", "function": {"name": "bash", "parameters": {}}},
+    ]
+    background = Background(start_at=0.5)
+    compactor = Compactor(
+        pipeline, WINDOW, compact_at=0.8, compact_to=0.4, background=background, tools=tools
+    )
+    agent = [Message("system", "You are an agent."), Message("user", "Review every module.")]
+
+    async def steps() -> None:
+        i = 0
+        while not background.running and i < 60:
+            grow(agent, i)
+            i += 1
+            await compactor.abefore_call(agent) if asynchronous else compactor.before_call(agent)
+        summarizer.gate.set()
+        for _ in range(600):
+            if not background.running:
+                break
+            await asyncio.sleep(0.01)
+        for j in range(i, i + 8):  # past the mark again: the free layers run after the swap
+            grow(agent, j)
+            await compactor.abefore_call(agent) if asynchronous else compactor.before_call(agent)
+
+    asyncio.run(steps())
+    compactor.close()
+    assert background.stats.applied >= 1
+    assert told.seen and set(told.seen) == {("recall",)}
