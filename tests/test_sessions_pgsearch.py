@@ -244,25 +244,31 @@ from compaction.messages import Message
 from compaction.sessions import SessionStore
 from compaction.sessions.searching import update_index
 
-session = SessionStore.from_url(sys.argv[1]).open("indexed")
+background = sys.argv[3] == "background"
+session = SessionStore.from_url(sys.argv[1], index_views=background).open("indexed")
 print("ready", flush=True)
 i = int(sys.argv[2]) * 100_000
 while True:
     session.add([Message("user", f"marker{i + k} " + "filler words " * 300) for k in range(20)])
     i += 20
-    update_index(session)
+    if background:  # each stored view queues the session for the store's indexer thread
+        session.set_view(session.messages[-2:])
+    else:
+        update_index(session)
 """
 
 
 @pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="needs SIGKILL")
-def test_kill_9_while_indexing_loses_nothing_and_answers_right(store_url: str) -> None:
-    """A writer that indexes after every batch, killed at random: every committed message is
+@pytest.mark.parametrize("mode", ["eager", "background"])
+def test_kill_9_while_indexing_loses_nothing_and_answers_right(store_url: str, mode: str) -> None:
+    """A writer that indexes after every batch (on its own thread, or through the store's
+    background indexer after every stored view), killed at random: every committed message is
     still there, and a fresh store finds each one by its own marker, first."""
     rng = random.Random(7)
     for iteration in range(6):
         proc = subprocess.Popen(
-            [sys.executable, "-c", _INDEXER, store_url, str(iteration)],
+            [sys.executable, "-c", _INDEXER, store_url, str(iteration), mode],
             stdout=subprocess.PIPE,
             text=True,
             cwd=Path(__file__).resolve().parents[1],
