@@ -8,7 +8,7 @@ mixes ``_RoundPlanner`` in; it is not a strategy of its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 
@@ -212,18 +212,18 @@ class _RoundPlanner:
         else:
             combine = []
         kept = protected
-        tiers = (
-            ("history", raw, 1),
-            ("history_summaries", combine, 2),
-            ("current", _raw_run(self._current_pieces(t)), 1),
+
+        def tiers() -> Iterator[tuple[str, list[Sequence[Group]], int]]:
+            # in order, each read only when the ones before it gave nothing (the current
+            # task's pieces are a walk over its steps: in a long task, most of the view)
+            yield "history", raw, 1
+            yield "history_summaries", combine, 2
+            yield "current", _raw_run(self._current_pieces(t)), 1
             # a protected message stands between as an empty piece: no run spans it
-            (
-                "current_summaries",
-                _note_run([[g] if g.start not in kept else [] for g in t.current]),
-                2,
-            ),
-        )
-        for region, runs, least in tiers:
+            current = [[g] if g.start not in kept else [] for g in t.current]
+            yield "current_summaries", _note_run(current), 2
+
+        for region, runs, least in tiers():
             if len(runs) < least:
                 continue
             start, end = runs[0][0].start, runs[-1][-1].end
