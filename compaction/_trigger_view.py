@@ -181,12 +181,23 @@ class _ConversationView:
         # messages (one system prompt, one greeting, "continue"), and taking one for the other
         # would send one user's history in another's request. A list or tuple comparison
         # runs in C and compares by identity first, so for an agent that keeps its objects
-        # this is a pointer walk (one slice: each copy touches every message's refcount).
+        # this is a pointer walk (a slice of the agent's list would touch every message's
+        # refcount: for a list, our copy takes the appended tail for the comparison instead).
         n = len(prefix)
         if n == 0:
             return True
         if len(messages) < n:
             return False
+        if type(prefix) is list and type(messages) is list and len(messages) > n:
+            # Our own copy, grown for a moment by what was appended, against the agent's list
+            # as it is: the same comparison, without slicing the agent's list (a slice touches
+            # every message's refcount: at tens of thousands of messages that walk, once a
+            # call, costs more than the call's own work).
+            prefix.extend(messages[n:])
+            try:
+                return prefix == messages
+            finally:
+                del prefix[n:]
         head = messages if len(messages) == n else messages[:n]
         if type(head) is not type(prefix):
             head = list(head) if isinstance(prefix, list) else tuple(head)

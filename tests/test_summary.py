@@ -684,3 +684,27 @@ def test_an_async_call_with_an_acall_is_still_refused_by_compact():
     (failure,) = result.failures
     assert isinstance(failure.error, TypeError) and "acompact" in str(failure.error)
     assert strategy.failures == 0  # a programming error, not a summariser failure
+
+
+def test_a_long_history_goes_in_one_round_when_its_ledger_shows_every_statement():
+    # Each of the person's turns states a rule with a value of its own, and is followed by
+    # steps with large outputs. Their words are protected within their share, so the stretch
+    # between two of them is one turn: given up a turn a round, the history became a summary
+    # per turn (a round each). One stretch across them reaches target in one round, and its
+    # ledger has room for every statement: that is the round taken, and every rule is still
+    # there, verbatim.
+    rules = [f"Always use port {8100 + t} for service {t}." for t in range(8)]
+    msgs = [system("You are a coding agent."), user("the original task: keep the tests green")]
+    for t, rule in enumerate(rules):
+        msgs.append(user(rule))
+        msgs += task(t, steps=2, size=1200)[1:]
+    msgs += [user("now run the tests"), *task(99, steps=1)[1:]]
+    rec = Recorder(answer="## Objective\nshort")
+    result = compact(Summary(rec), msgs, target=COUNTER.count_messages(msgs) // 2)
+    assert result.fits
+    validate(result.messages)
+    assert len(rec.seen) == 1
+    assert len(summaries(result.messages)) == 1
+    text = "\n".join(m.content for m in result.messages)
+    assert all(rule in text for rule in rules)
+    assert result.messages[-3:] == tuple(msgs[-3:])

@@ -135,3 +135,27 @@ def test_a_provider_that_counts_more_still_anchors():
     c = compactor()
     tool_loop(c, lambda n: n * 3 // 2, steps=4)
     assert c.stats.anchored and c.stats.usage_ignored == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(min_value=0, max_value=26), st.integers(min_value=1, max_value=3))
+def test_a_grown_list_is_the_same_conversation_only_when_its_whole_prefix_is(at, grown):
+    """The list the agent sends has grown since the last call: it extends what was mapped
+    only when every message of that prefix is the one mapped; an edit anywhere in it makes
+    it another conversation, and the compactor's own copy is left as it was either way."""
+    c = compactor()
+    alice = convo("Alice", "My PIN is 4321.", 12)
+    c.before_call(alice)
+    alice += [assistant("ok"), user("and then?")]
+    c.before_call(alice)  # extends what was mapped
+    mapped = list(c._src)
+    edited = list(alice)
+    edited[at] = attrs.evolve(edited[at], content=edited[at].content + " (edited)")
+    tail = [m for i in range(grown) for m in (assistant(f"more {i}"), user("go on"))]
+    with structlog.testing.capture_logs() as logs:
+        assert not c._extends([*edited, *tail], c._src)
+        assert c._src == mapped
+        assert c._extends([*alice, *tail], c._src)
+        assert c._src == mapped
+        c.before_call([*edited, *tail])
+    assert [e["event"] for e in logs if e["event"] == "trigger.restart"] == ["trigger.restart"]

@@ -8,7 +8,7 @@ mixes ``_RoundPlanner`` in; it is not a strategy of its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 
@@ -102,7 +102,11 @@ class _RoundPlanner:
         none of which is worth a call (the rounds would stop over target), or when the
         summary of the longer stretch would show more of the person's statements (theirs
         and the older ones its ledger writes verbatim, within the room the target leaves):
-        their statements then ride in the summary's ledger, verbatim."""
+        their statements then ride in the summary's ledger, verbatim. So it is, too, when it
+        shows as many, its ledger has room for every statement of its stretch, and it reaches
+        target in this round where the stretch between the person's words does not: in a
+        long session that stretch is one turn, and every turn would become a summary of its
+        own (a round each, and the summaries piling up before the steps still verbatim)."""
         counts = [counter.count(m) for m in messages]
         over = sum(counts) - target
         if over <= 0:
@@ -126,26 +130,39 @@ class _RoundPlanner:
                     plan = other
                 elif other is not None:
                     stated = [len(_said(m)) for m in messages]  # read once for both plans
-                    if self._shows(other, counts, counter, stated) > self._shows(
-                        plan, counts, counter, stated
+                    theirs, whole = self._shown(other, counts, counter, stated)
+                    ours, _ = self._shown(plan, counts, counter, stated)
+                    # as many shown, all of its stretch's, and one round where many would go
+                    if theirs > ours or (
+                        theirs == ours
+                        and whole
+                        and not self._reaches(plan, counts, over)
+                        and self._reaches(other, counts, over)
                     ):
                         plan = other
         return plan
 
-    def _shows(
+    def _reaches(self, plan: _Round, counts: Sequence[int], over: int) -> bool:
+        """Whether ``plan``'s summary, of the expected size, saves the ``over`` tokens."""
+        replaced = sum(counts[plan.start : plan.end])
+        return replaced - self._expected(replaced) >= over
+
+    def _shown(
         self, plan: _Round, counts: Sequence[int], counter: TokenCounter, stated: Sequence[int]
-    ) -> int:
+    ) -> tuple[int, bool]:
         """About how many of the person's statements the conversation would show after
         ``plan``: those in the messages that stay, and those of the replaced stretch that its
-        ledger has room for (each whole, by priority; supersession aside). ``stated``: how
-        many statements each message of ``plan.messages`` carries."""
+        ledger has room for (each whole, by priority; supersession aside); and whether that
+        room holds every statement of the stretch. ``stated``: how many statements each
+        message of ``plan.messages`` carries."""
         kept = sum(stated) - sum(stated[plan.start : plan.end])
         said: list[tuple[str, int]] = []
         for message in plan.messages[plan.start : plan.end]:
             said.extend(_said_sized(message, counter))
         replaced = sum(counts[plan.start : plan.end])
         room = plan.room(counter, replaced, self._expected(replaced)) - 2 * _SUMMARY_OVERHEAD
-        return kept + len(_choose(said, room))
+        shown = len(_choose(said, room))
+        return kept + shown, shown == len(said)
 
     def _plan_on(
         self,
@@ -195,18 +212,18 @@ class _RoundPlanner:
         else:
             combine = []
         kept = protected
-        tiers = (
-            ("history", raw, 1),
-            ("history_summaries", combine, 2),
-            ("current", _raw_run(self._current_pieces(t)), 1),
+
+        def tiers() -> Iterator[tuple[str, list[Sequence[Group]], int]]:
+            # in order, each read only when the ones before it gave nothing (the current
+            # task's pieces are a walk over its steps: in a long task, most of the view)
+            yield "history", raw, 1
+            yield "history_summaries", combine, 2
+            yield "current", _raw_run(self._current_pieces(t)), 1
             # a protected message stands between as an empty piece: no run spans it
-            (
-                "current_summaries",
-                _note_run([[g] if g.start not in kept else [] for g in t.current]),
-                2,
-            ),
-        )
-        for region, runs, least in tiers:
+            current = [[g] if g.start not in kept else [] for g in t.current]
+            yield "current_summaries", _note_run(current), 2
+
+        for region, runs, least in tiers():
             if len(runs) < least:
                 continue
             start, end = runs[0][0].start, runs[-1][-1].end

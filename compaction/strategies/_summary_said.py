@@ -30,6 +30,14 @@ _SIZED: Final[
         TokenCounter, weakref.WeakKeyDictionary[Message, tuple[tuple[str, int], ...]]
     ]
 ] = weakref.WeakKeyDictionary()
+#: What each statement's text counts, by counter: the same statement rides in the ledger of
+#: every note and summary that carries it (a long session's summaries share most of theirs),
+#: so it is counted once, not once per message. Texts are held while the counter lives, at
+#: most ``_TEXTS`` of them.
+_TEXT_TOKENS: Final[weakref.WeakKeyDictionary[TokenCounter, dict[str, int]]] = (
+    weakref.WeakKeyDictionary()
+)
+_TEXTS: Final = 4096
 #: Whether a message's text holds a statement (``said_words``).
 _SAYS: Final[weakref.WeakKeyDictionary[Message, bool]] = weakref.WeakKeyDictionary()
 
@@ -61,9 +69,16 @@ def said_sized(message: Message, counter: TokenCounter) -> tuple[tuple[str, int]
         return tuple((s.kind, counter.count_text(s.text) + 1) for s in said(message))
     sized = by_message.get(message)
     if sized is None:
-        sized = by_message[message] = tuple(
-            (s.kind, counter.count_text(s.text) + 1) for s in said(message)
-        )
+        texts = _TEXT_TOKENS.get(counter)
+        if texts is None or len(texts) >= _TEXTS:
+            texts = _TEXT_TOKENS[counter] = {}
+        out = []
+        for s in said(message):
+            n = texts.get(s.text)
+            if n is None:
+                n = texts[s.text] = counter.count_text(s.text)
+            out.append((s.kind, n + 1))
+        sized = by_message[message] = tuple(out)
     return sized
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
@@ -84,13 +85,25 @@ def _arguments(call: ToolCall) -> Any:
         return call.arguments
 
 
+#: Each call's ``_key``, held while the call lives (keyed by value: an equal call has the
+#: same key). A loop runs this layer on the same view again and again, and every original
+#: result's call is keyed each time: its arguments are parsed and dumped once.
+_KEYS: Final[weakref.WeakKeyDictionary[ToolCall, tuple[str, str]]] = weakref.WeakKeyDictionary()
+_KEYS_DATA: Final[dict[weakref.ref[ToolCall], tuple[str, str]]] = _KEYS.data  # type: ignore[attr-defined]
+
+
 def _key(call: ToolCall) -> tuple[str, str]:
     """What makes two calls the same call: the tool and its arguments, as JSON with sorted
     keys (the order a model writes them in does not change what runs)."""
-    args = _arguments(call)
-    if isinstance(args, str):
-        return call.name, args.strip()
-    return call.name, json.dumps(args, sort_keys=True, ensure_ascii=False)
+    found = _KEYS_DATA.get(weakref.ref(call))
+    if found is None:
+        args = _arguments(call)
+        if isinstance(args, str):
+            found = (call.name, args.strip())
+        else:
+            found = (call.name, json.dumps(args, sort_keys=True, ensure_ascii=False))
+        _KEYS[call] = found
+    return found
 
 
 def _is_view(command: str) -> bool:
