@@ -84,13 +84,34 @@ def _arguments(call: ToolCall) -> Any:
         return call.arguments
 
 
-def _key(call: ToolCall) -> tuple[str, str]:
-    """What makes two calls the same call: the tool and its arguments, as JSON with sorted
-    keys (the order a model writes them in does not change what runs)."""
-    args = _arguments(call)
+def _key(call: ToolCall, args: Any) -> tuple[str, Any]:
+    """What makes two calls the same call: the tool and its arguments (``args``, as
+    ``_arguments`` read them), as JSON with sorted keys (the order a model writes them in does
+    not change what runs).
+
+    Most arguments are an object of strings (a command, a path): those are compared by their
+    sorted items, which are equal exactly when that JSON is (a string's JSON names it alone),
+    without writing a whole file's ``Write`` out again as JSON for every result."""
     if isinstance(args, str):
-        return call.name, args.strip()
+        text = args.strip()
+        if text.startswith("{"):
+            # A text that is the very JSON of an object of strings is that object's key (as
+            # equal to it as the JSON it is equal to).
+            try:
+                read = json.loads(text)
+            except (ValueError, RecursionError):
+                return call.name, text
+            if _strings(read) and json.dumps(read, sort_keys=True, ensure_ascii=False) == text:
+                return call.name, tuple(sorted(read.items()))
+        return call.name, text
+    if _strings(args):
+        return call.name, tuple(sorted(args.items()))
     return call.name, json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def _strings(args: Any) -> bool:
+    """Whether ``args`` is a JSON object whose values are all strings."""
+    return type(args) is dict and all(type(value) is str for value in args.values())
 
 
 def _is_view(command: str) -> bool:
@@ -119,8 +140,8 @@ def _is_view(command: str) -> bool:
     return not start
 
 
-def _is_read(call: ToolCall, read_tools: frozenset[str]) -> bool:
-    args = _arguments(call)
+def _is_read(call: ToolCall, read_tools: frozenset[str], args: Any) -> bool:
+    """Whether ``call`` (its arguments ``args`` as ``_arguments`` read them) only reads."""
     if call.name in read_tools:
         return True
     if not isinstance(args, Mapping):
@@ -185,11 +206,12 @@ class Dedupe(Strategy):
             made = calls.get(m.tool_call_id or "") if m.role == "tool" else None
             if made is None or provenance(m) is not None or _has_media(m):
                 continue
-            key = _key(made)
+            args = _arguments(made)
+            key = _key(made, args)
             later = newest.get(key)
             # Whether the call reads (a shell line parsed) is asked only of a repeated call.
             if later is not None and not is_pinned(m):
-                read = _is_read(made, self.read_tools)
+                read = _is_read(made, self.read_tools, args)
                 if read or later[1] == m.content:
                     found.append((i, later[0], read))
                     continue  # the newer copy stays the one pointed to
