@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["CutEdges"]
@@ -38,9 +38,6 @@ _LINES_SPLIT = frozenset(
         r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
     }
 )
-#: The longest text ``count_parts`` counts by its parts (a placeholder, a pointer): far below
-#: any length at which tiktoken could panic, so the parts count as the whole would.
-_PARTS_CHARS = 2_048
 #: How far from a cut's edge the line start it is counted from may be.
 _LINE_REACH = 4_096
 
@@ -115,7 +112,6 @@ class CutEdges:
     _wholes: dict[str, list[int] | None]
     _windows: dict[bool, tuple[str, list[int], int, int, int]]
     _lines_split: bool
-    _count_again: Callable[[str], int]
 
     def count_text(self, text: str) -> int:  # pragma: no cover - the counter's own
         raise NotImplementedError
@@ -261,30 +257,6 @@ class CutEdges:
         panics = self.panics
         n = self.count_text(middle)
         return head + n + tail if self.panics == panics else None
-
-    def count_parts(self, parts: Sequence[str]) -> int:
-        """What ``"".join(parts)`` counts, each part counted on its own (the short ones
-        remembered for the run: a template's fixed text is encoded once per run, not once per
-        placeholder written from it) where the pre-tokeniser is known to split between them.
-
-        In the cl100k patterns no piece holds a visible character and a space after it (a
-        run of letters, of digits or of punctuation ends before a space; a run of blanks holds
-        no visible character), and nothing before that space depends on what follows it: a
-        part that ends in a visible character before one that starts with a space meet at a
-        piece boundary, and the tokens of the whole are the parts' tokens one after another.
-        Anywhere else (another encoding, a part that starts otherwise, a long text) the whole
-        is encoded, as ``count_text`` would."""
-        text = "".join(parts)
-        if not self._lines_split or len(text) > _PARTS_CHARS or len(parts) < 2:
-            return self.count_text(text)
-        for i in range(1, len(parts)):
-            before, after = parts[i - 1], parts[i]
-            if not before or before[-1].isspace() or after[:1] != " ":
-                return self.count_text(text)
-        panics = self.panics
-        again = self._count_again
-        n = sum(again(part) for part in parts)
-        return n if self.panics == panics else self.count_text(text)
 
     def _walk(self, tokens: list[int], k: int, span: str, *, back: bool) -> int | None:
         """Where ``span`` ends in ``tokens``, counted in tokens from token ``k`` (where the text

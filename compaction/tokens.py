@@ -145,25 +145,6 @@ class CachingCounter:
         counts between runs, never their text."""
         self._again.clear()
 
-    def count_parts(self, parts: Sequence[str]) -> int:
-        """What ``"".join(parts)`` counts (``count_text`` of it). A counter that can tell it
-        from the parts counted apart (a template's fixed text counted once) does so."""
-        return self.count_text("".join(parts))
-
-    def count_written(self, message: Message, parts: Sequence[str]) -> int:
-        """[`count`][], for a message whose content its writer holds as ``parts`` (the
-        content is ``"".join(parts)``): the content counted by [`count_parts`][]."""
-        n = self._hits.get(_ref(message))
-        if n is not None:
-            return n
-        if message.tokens is None:
-            self.encoded += 1
-            n = self._measure(message, self.count_parts(parts))
-        else:
-            n = message.tokens
-        self._cache[message] = n
-        return n
-
     def count(self, message: Message) -> int:
         """Tokens ``message`` costs in a request; encoded at most once per counter."""
         n = self._hits.get(_ref(message))  # a count is never None; a miss raises nothing

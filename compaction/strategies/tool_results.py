@@ -40,16 +40,6 @@ DEFAULT_PLACEHOLDER: Final = (
     "[Output of {name}({args}) cleared to save context (recall id {ref}){errors}. "
     "The call already ran; its effects stand.]"
 )
-#: ``DEFAULT_PLACEHOLDER`` in parts that meet where the tokenizer splits (a visible character,
-#: then a space): its fixed text apart from what each placeholder fills in, so a counter that
-#: can (``TiktokenCounter.count_parts``) encodes the fixed text once per run, not once per
-#: placeholder.
-_PARTS: Final = (
-    "[Output of {name}({args})",
-    " cleared to save context (recall id",
-    " {ref}){errors}.",
-    " The call already ran; its effects stand.]",
-)
 #: At most this many error names are repeated in a placeholder.
 MAX_ERRORS: Final = 5
 
@@ -156,13 +146,6 @@ class ToolResults(Strategy):
 
     def placeholder_for(self, result: Message, call: ToolCall | None) -> Message:
         """The placeholder message that stands for ``result`` (provenance in ``meta``)."""
-        return self._placeholder(result, call)[0]
-
-    def _placeholder(
-        self, result: Message, call: ToolCall | None
-    ) -> tuple[Message, tuple[str, ...] | None]:
-        """[`placeholder_for`][], and its text in the parts of ``_PARTS`` when it is written
-        from the default template (None otherwise)."""
         tool_name = call.name if call is not None else (result.name or "tool")
         record = provenance(result)
         # What mark records for it, read once: its own fingerprint reads the whole output.
@@ -172,19 +155,13 @@ class ToolResults(Strategy):
         all_errors = error_names(result.content)
         all_failing = failing_tests(result.content)
         reported = all_errors[:MAX_ERRORS] + [f"failing {t}" for t in all_failing[-MAX_ERRORS:]]
-        fields = {
-            "name": tool_name,
-            "args": _render_args(call),
-            "call_id": result.tool_call_id,
-            "ref": ref,
-            "errors": f"; it reported {', '.join(reported)}" if reported else "",
-        }
-        parts: tuple[str, ...] | None = None
-        if self.placeholder == DEFAULT_PLACEHOLDER:
-            parts = tuple(part.format(**fields) for part in _PARTS)
-            text = "".join(parts)
-        else:
-            text = self.placeholder.format(**fields)
+        text = self.placeholder.format(
+            name=tool_name,
+            args=_render_args(call),
+            call_id=result.tool_call_id,
+            ref=ref,
+            errors=f"; it reported {', '.join(reported)}" if reported else "",
+        )
         # What the output held that the running ledger carries (exit code, errors, failing
         # tests), recorded in meta so a later note reads it there, not from the cleared text.
         own = (record or {}).get("facts")
@@ -192,7 +169,7 @@ class ToolResults(Strategy):
         facts.setdefault("exit", exit_code(result.content))
         facts.setdefault("errors", tuple(all_errors))
         facts.setdefault("failing", tuple(all_failing))
-        new = mark(
+        return mark(
             result,
             content=text,
             refs=refs,
@@ -202,7 +179,6 @@ class ToolResults(Strategy):
             tool=tool_name,
             facts=facts,
         )
-        return new, parts
 
     def rewrite(
         self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
@@ -239,8 +215,8 @@ class ToolResults(Strategy):
                 old_tokens = counter.count(old)
                 if old_tokens < self.min_tokens:
                     continue
-                new, parts = self._placeholder(old, call)
-                new_tokens = _count(counter, new, parts)
+                new = self.placeholder_for(old, call)
+                new_tokens = counter.count(new)
                 if new_tokens >= old_tokens:
                     continue
                 keep = old_tokens - (total - target)
@@ -256,12 +232,3 @@ class ToolResults(Strategy):
                 out[i] = new
                 total += new_tokens - old_tokens
         return out
-
-
-def _count(counter: TokenCounter, message: Message, parts: tuple[str, ...] | None) -> int:
-    """What ``message`` counts; its text counted from ``parts`` (see ``_PARTS``) by a counter
-    that counts what its writer holds in parts."""
-    written = getattr(counter, "count_written", None) if parts is not None else None
-    if written is None or parts is None:
-        return counter.count(message)
-    return int(written(message, parts))
