@@ -59,6 +59,8 @@ def looks_like_path(arg: str) -> bool:
     """Whether a whole shell argument names a file (not a URL, not an option, not a glob)."""
     if not arg or arg.startswith("-") or "://" in arg or len(arg) > 300:
         return False
+    if "/" not in arg and "." not in arg:
+        return False  # every form holds one (a slash, or the dot of an extension): most words
     return _WHOLE_PATH.fullmatch(arg) is not None and not arg.startswith("/dev/")
 
 
