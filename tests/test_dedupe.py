@@ -245,3 +245,52 @@ def test_dedupe_on_every_real_transcript(path):
         assert record is not None and record["strategy"] == "dedupe"
         assert provenance(shown[record["superseded_by"]]) is None
         assert find_original(record["replaces"][0], msgs) == before
+
+
+# -- which calls are the same call ---------------------------------------------------------------
+
+_VALUES = st.one_of(
+    st.sampled_from(["a.py", "x", "é", "\\", '"', ""]),
+    st.sampled_from([1, 1.0, 0.0, -0.0, True, None, [], ["a.py"], {"k": "v"}]),
+)
+_OBJECTS = st.dictionaries(st.sampled_from(["path", "limit", "command"]), _VALUES, max_size=3)
+
+
+def _spelling(value: dict[str, object], order: list[int], ascii_only: bool) -> str:
+    """``value`` as a model may write it: its keys in any order, non-ASCII escaped or not."""
+    keys = sorted(value, key=lambda k: order[["path", "limit", "command"].index(k)])
+    return json.dumps({k: value[k] for k in keys}, ensure_ascii=ascii_only)
+
+
+_ARGUMENTS = st.one_of(
+    st.builds(
+        _spelling,
+        _OBJECTS,
+        st.permutations([0, 1, 2]),
+        st.booleans(),
+    ),
+    # texts that are no JSON object: a bare command, broken JSON, a JSON string of an object
+    st.sampled_from(['{"path": "a.py"', "ls", " ls ", '"{\\"path\\": \\"a.py\\"}"', "\u00a0{}"]),
+)
+
+
+def _canonical(arguments: str) -> str:
+    """The rule: a call's arguments as JSON with sorted keys; text that is not JSON (or is a
+    JSON string) as the text itself, stripped."""
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        return arguments.strip()
+    if isinstance(value, str):
+        return value.strip()
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ARGUMENTS, _ARGUMENTS)
+def test_two_calls_are_the_same_call_exactly_when_their_sorted_json_is_equal(first, second):
+    msgs = run(("bash", first, "ok\n" * 80), ("bash", second, "ok\n" * 80))
+    out = compact(msgs)
+    same = _canonical(first) == _canonical(second)
+    assert (kind(out[3]) == "placeholder") is same
+    assert out[5] == msgs[5]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compaction.memory.shell import _PATH, _split, paths_in
+from compaction.memory.shell import _PATH, _WHOLE_PATH, _split, looks_like_path, paths_in
 
 from .conftest import transcript_files
 
@@ -113,3 +113,23 @@ _PATH_PIECES = [
 def test_paths_in_free_text_are_the_ones_the_path_regex_finds(text: str) -> None:
     """paths_in tries the regex only within runs that can hold a path: the same paths."""
     assert paths_in(text) == _paths_reference(text)
+
+
+# -- a whole argument that names a file ------------------------------------------------------------
+
+_ARG_PIECES = ["a", "Z", "9", "_", "é", "/", ".", "..", "~", "-", "@", "+", "py", "PY", "md", " "]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(_ARG_PIECES), max_size=8).map("".join))
+def test_an_argument_is_a_path_exactly_when_the_path_regex_reads_one(arg: str) -> None:
+    # the shortcut (no slash and no dot: no path) answers what the regex answers
+    reference = (
+        bool(arg)
+        and not arg.startswith("-")
+        and "://" not in arg
+        and len(arg) <= 300
+        and _WHOLE_PATH.fullmatch(arg) is not None
+        and not arg.startswith("/dev/")
+    )
+    assert looks_like_path(arg) is reference

@@ -50,6 +50,7 @@ _PATH: Final = re.compile(
 )
 _SEPARATORS: Final = frozenset({"|", "||", "&&", ";", "&", "(", ")", ";;", "|&", "\n"})
 _WRITE_REDIRECTS: Final = frozenset({">", ">>", ">|", "&>", "&>>"})
+_REDIRECTS: Final = _WRITE_REDIRECTS | {"<"}
 _HEREDOC: Final = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w]*)\1")
 #: Words that run the command after them (``sudo sed -i …`` is a sed).
 _WRAPPERS: Final = frozenset({"sudo", "env", "time", "nice", "nohup", "command", "exec", "xargs"})
@@ -59,6 +60,8 @@ def looks_like_path(arg: str) -> bool:
     """Whether a whole shell argument names a file (not a URL, not an option, not a glob)."""
     if not arg or arg.startswith("-") or "://" in arg or len(arg) > 300:
         return False
+    if "/" not in arg and "." not in arg:
+        return False  # every form holds one (a slash, or the dot of an extension): most words
     return _WHOLE_PATH.fullmatch(arg) is not None and not arg.startswith("/dev/")
 
 
@@ -195,6 +198,8 @@ def _split(line: str) -> list[str] | None:
 
 
 def _simple_commands(tokens: Sequence[str]) -> list[list[str]]:
+    if _SEPARATORS.isdisjoint(tokens):
+        return [list(tokens)] if tokens else []  # one command: most lines
     commands: list[list[str]] = [[]]
     for token in tokens:
         if token in _SEPARATORS:
@@ -314,8 +319,8 @@ _COMMANDS: Final[dict[str, Callable[[Sequence[str]], tuple[list[str], list[str]]
 
 def _one(argv: list[str], read: dict[str, None], edited: dict[str, None]) -> None:
     # Redirections first: their targets are what the command writes (or reads).
-    words: list[str] = []
-    i = 0
+    words: list[str] = argv if _REDIRECTS.isdisjoint(argv) else []
+    i = len(argv) if words is argv else 0
     while i < len(argv):
         token = argv[i]
         if token in _WRITE_REDIRECTS or token == "<":
@@ -374,5 +379,7 @@ def command_files(command: str, *, mentions: bool = False) -> Any:
     out_read = [p for p in read if p not in edited]
     if not mentions:
         return out_read, list(edited)
+    if not bodies:
+        return out_read, list(edited), []
     named = [p for p in paths_in("\n".join(bodies)) if p not in read and p not in edited]
     return out_read, list(edited), named

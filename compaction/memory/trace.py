@@ -171,7 +171,10 @@ def cut_message(
     want = keep - overhead
     if want < least:
         return None
-    ref = str(original_refs(message)[0])
+    # What the marker names and what ``mark`` records, read once (a fingerprint reads the
+    # whole text).
+    refs = original_refs(message)
+    ref = str(refs[0])
     # A message with a known token count (``tokens``) says nothing of its text's density.
     known = max(size - overhead, 1) if message.tokens is None else None
     found = cut_counted(
@@ -186,6 +189,7 @@ def cut_message(
         strategy=strategy,
         kind="truncated",
         replaces=[message],
+        refs=refs,
         original_chars=original,
         kept_chars=len(text),
     )

@@ -85,25 +85,59 @@ def _arguments(call: ToolCall) -> Any:
         return call.arguments
 
 
-#: Each call's ``_key``, held while the call lives (keyed by value: an equal call has the
-#: same key). A loop runs this layer on the same view again and again, and every original
-#: result's call is keyed each time: its arguments are parsed and dumped once.
-_KEYS: Final[weakref.WeakKeyDictionary[ToolCall, tuple[str, str]]] = weakref.WeakKeyDictionary()
-_KEYS_DATA: Final[dict[weakref.ref[ToolCall], tuple[str, str]]] = _KEYS.data  # type: ignore[attr-defined]
+#: Each call's arguments as read and its ``_key``, held while the call lives (keyed by
+#: value: an equal call reads the same). A loop runs this layer on the same view again and
+#: again, and every original result's call is read each time: its arguments are parsed once.
+#: Only arguments up to ``_HELD_CHARS`` are held: a copy of a whole file's ``Write`` would
+#: double what the conversation holds, for a parse that is a small part of reading it.
+_READ: Final[weakref.WeakKeyDictionary[ToolCall, tuple[Any, tuple[str, Any]]]] = (
+    weakref.WeakKeyDictionary()
+)
+_READ_DATA: Final[dict[weakref.ref[ToolCall], tuple[Any, tuple[str, Any]]]] = _READ.data  # type: ignore[attr-defined]
 
 
-def _key(call: ToolCall) -> tuple[str, str]:
-    """What makes two calls the same call: the tool and its arguments, as JSON with sorted
-    keys (the order a model writes them in does not change what runs)."""
-    found = _KEYS_DATA.get(weakref.ref(call))
+_HELD_CHARS: Final = 4096
+
+
+def _read(call: ToolCall) -> tuple[Any, tuple[str, Any]]:
+    """``call``'s arguments (``_arguments``) and its key (``_key``), read once while it lives."""
+    found = _READ_DATA.get(weakref.ref(call))
     if found is None:
         args = _arguments(call)
-        if isinstance(args, str):
-            found = (call.name, args.strip())
-        else:
-            found = (call.name, json.dumps(args, sort_keys=True, ensure_ascii=False))
-        _KEYS[call] = found
+        found = (args, _key(call, args))
+        if len(call.arguments) <= _HELD_CHARS:
+            _READ[call] = found
     return found
+
+
+def _key(call: ToolCall, args: Any) -> tuple[str, Any]:
+    """What makes two calls the same call: the tool and its arguments (``args``, as
+    ``_arguments`` read them), as JSON with sorted keys (the order a model writes them in does
+    not change what runs).
+
+    Most arguments are an object of strings (a command, a path): those are compared by their
+    sorted items, which are equal exactly when that JSON is (a string's JSON names it alone),
+    without writing a whole file's ``Write`` out again as JSON for every result."""
+    if isinstance(args, str):
+        text = args.strip()
+        if text.startswith("{"):
+            # A text that is the very JSON of an object of strings is that object's key (as
+            # equal to it as the JSON it is equal to).
+            try:
+                read = json.loads(text)
+            except (ValueError, RecursionError):
+                return call.name, text
+            if _strings(read) and json.dumps(read, sort_keys=True, ensure_ascii=False) == text:
+                return call.name, tuple(sorted(read.items()))
+        return call.name, text
+    if _strings(args):
+        return call.name, tuple(sorted(args.items()))
+    return call.name, json.dumps(args, sort_keys=True, ensure_ascii=False)
+
+
+def _strings(args: Any) -> bool:
+    """Whether ``args`` is a JSON object whose values are all strings."""
+    return type(args) is dict and all(type(value) is str for value in args.values())
 
 
 def _is_view(command: str) -> bool:
@@ -132,8 +166,8 @@ def _is_view(command: str) -> bool:
     return not start
 
 
-def _is_read(call: ToolCall, read_tools: frozenset[str]) -> bool:
-    args = _arguments(call)
+def _is_read(call: ToolCall, read_tools: frozenset[str], args: Any) -> bool:
+    """Whether ``call`` (its arguments ``args`` as ``_arguments`` read them) only reads."""
     if call.name in read_tools:
         return True
     if not isinstance(args, Mapping):
@@ -191,18 +225,18 @@ class Dedupe(Strategy):
                 for call in m.tool_calls:
                     calls[call.id] = call
         # The newest original of each call, and its output, walking back from the end.
-        newest: dict[tuple[str, str], tuple[int, str]] = {}
+        newest: dict[tuple[str, Any], tuple[int, str]] = {}
         found: list[tuple[int, int, bool]] = []
         for i in range(len(msgs) - 1, -1, -1):
             m = msgs[i]
             made = calls.get(m.tool_call_id or "") if m.role == "tool" else None
             if made is None or provenance(m) is not None or _has_media(m):
                 continue
-            key = _key(made)
+            args, key = _read(made)
             later = newest.get(key)
             # Whether the call reads (a shell line parsed) is asked only of a repeated call.
             if later is not None and not is_pinned(m):
-                read = _is_read(made, self.read_tools)
+                read = _is_read(made, self.read_tools, args)
                 if read or later[1] == m.content:
                     found.append((i, later[0], read))
                     continue  # the newer copy stays the one pointed to

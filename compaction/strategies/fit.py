@@ -159,6 +159,10 @@ class Fit(_Cuts, Strategy):
         sizes: dict[int, int] = {}
         known = _Known(counter)
         tried: set[tuple[int, int, str, int, bool, str | None]] = set()
+        # The cuts made, by what they were made from: the stage of the calls' arguments
+        # (``loose``) asks again for cuts an earlier stage made when none of the message's
+        # calls is held back there, and a cut is the same cut, whatever the stage.
+        shrunk: dict[tuple[int, int, str, int, tuple[int, ...]], tuple[Message, int] | None] = {}
         whole_cuts: dict[int, str] = {}
         pastes: dict[int, bool] = {}
 
@@ -315,19 +319,29 @@ class Fit(_Cuts, Strategy):
                                 original[i],
                             )
                         else:
-                            found = self._shrink(
-                                messages[i],
-                                want,
-                                counter,
-                                mark_with,
-                                least,
-                                text_tokens(i),
-                                known,
-                                original[i],
-                                (lambda call: True)
+                            its_calls = messages[i].tool_calls
+                            held = (
+                                ()
                                 if stage.loose
-                                else (lambda call: not whole(call)),
+                                else tuple(n for n, call in enumerate(its_calls) if whole(call))
                             )
+                            made = (i, want, mark_with, least, held)
+                            if made in shrunk:
+                                found = shrunk[made]
+                            else:
+                                found = shrunk[made] = self._shrink(
+                                    messages[i],
+                                    want,
+                                    counter,
+                                    mark_with,
+                                    least,
+                                    text_tokens(i),
+                                    known,
+                                    original[i],
+                                    (lambda call: True)
+                                    if stage.loose
+                                    else (lambda call: not whole(call)),
+                                )
                         if found is None or found[1] >= before:
                             continue
                         if spare and (before - found[1]) * _MEANINGFUL < need:
