@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from . import events
+from . import _run_memo, events
 from ._log import log
 from .budget import Budget, resolve_limit, resolve_target
 from .checks import check_labels
@@ -281,6 +281,7 @@ def execute(
     before = run.tokens
     token = _labels.set(run.labels)
     valid = mark_checked(run.messages)
+    memo = _run_memo.open_memo()
     try:
         _chain(layers)(run)
     except BaseException as exc:  # strict mode, or KeyboardInterrupt: report, then raise
@@ -288,6 +289,7 @@ def execute(
         _finish(sender, run, before, started, ok=False)
         raise
     finally:
+        _run_memo.close(memo)
         reset_checked(valid)
         _labels.reset(token)
         _forget_texts(run.counter)
@@ -311,6 +313,7 @@ async def aexecute(
     before = run.tokens
     token = _labels.set(run.labels)
     valid = mark_checked(run.messages)
+    memo = _run_memo.open_memo()
     try:
         await _achain(layers)(run)
     except BaseException as exc:
@@ -318,6 +321,7 @@ async def aexecute(
         _finish(sender, run, before, started, ok=False)
         raise
     finally:
+        _run_memo.close(memo)
         reset_checked(valid)
         _labels.reset(token)
         _forget_texts(run.counter)
