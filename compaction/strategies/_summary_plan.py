@@ -36,9 +36,11 @@ class _Round:
     messages: tuple[Message, ...]
     #: Where the run aims: what the summary may take is what the rest leaves of it.
     target: int = 0
-    #: What ``messages`` count by ``counted_by`` when the planner summed them (-1: not known).
+    #: What ``messages`` count by ``counted_by`` when the planner summed them (-1: not known),
+    #: and each one's count.
     total: int = attrs.field(default=-1, eq=False, repr=False)
     counted_by: object = attrs.field(default=None, eq=False, repr=False)
+    counts: Sequence[int] | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def replaced(self) -> tuple[Message, ...]:
@@ -66,6 +68,14 @@ class _Round:
     def apply(self, summary: Message) -> tuple[Message, ...]:
         return (*self.messages[: self.start], summary, *self.messages[self.end :])
 
+    def counts_after(self, summary: Message, counter: TokenCounter) -> list[int] | None:
+        """What each message of ``apply(summary)`` counts, from what the plan read of them
+        (``counts``, by ``counted_by``): the next round does not look each one up again."""
+        if self.counts is None or self.counted_by is not counter:
+            return None
+        counts = self.counts
+        return [*counts[: self.start], counter.count(summary), *counts[self.end :]]
+
 
 class _RoundPlanner:
     """The planning half of [`Summary`][compaction.strategies.summary.Summary] (a mixin)."""
@@ -92,7 +102,12 @@ class _RoundPlanner:
         return len(runs)
 
     def _plan(
-        self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
+        self,
+        messages: tuple[Message, ...],
+        *,
+        target: int,
+        counter: TokenCounter,
+        counts: list[int] | None = None,
     ) -> _Round | None:
         """The next round: which messages one summary would replace, or None (nothing may be
         given up, or already under target).
@@ -106,8 +121,10 @@ class _RoundPlanner:
         shows as many, its ledger has room for every statement of its stretch, and it reaches
         target in this round where the stretch between the person's words does not: in a
         long session that stretch is one turn, and every turn would become a summary of its
-        own (a round each, and the summaries piling up before the steps still verbatim)."""
-        counts = [counter.count(m) for m in messages]
+        own (a round each, and the summaries piling up before the steps still verbatim).
+        ``counts``: what each message counts, when the previous round's plan knows it."""
+        if counts is None or len(counts) != len(messages):
+            counts = [counter.count(m) for m in messages]
         over = sum(counts) - target
         if over <= 0:
             return None
@@ -116,7 +133,7 @@ class _RoundPlanner:
 
         def counted(found: _Round | None) -> _Round | None:
             # the view's total is known here: ``room`` need not sum it again per plan weighed
-            return found and attrs.evolve(found, total=total, counted_by=counter)
+            return found and attrs.evolve(found, total=total, counted_by=counter, counts=counts)
 
         plan = counted(self._plan_on(words, messages, counts, over, target, counter))
         if words.words:
