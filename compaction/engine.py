@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from . import _run_memo, events
+from . import _judged, _run_memo, events
 from ._log import log
 from .budget import Budget, resolve_limit, resolve_target
 from .checks import check_labels
@@ -282,6 +282,7 @@ def execute(
     token = _labels.set(run.labels)
     valid = mark_checked(run.messages)
     memo = _run_memo.open_memo()
+    _judged.remember_count(run.messages, run.tokens, run.counter)
     try:
         _chain(layers)(run)
     except BaseException as exc:  # strict mode, or KeyboardInterrupt: report, then raise
@@ -314,6 +315,7 @@ async def aexecute(
     token = _labels.set(run.labels)
     valid = mark_checked(run.messages)
     memo = _run_memo.open_memo()
+    _judged.remember_count(run.messages, run.tokens, run.counter)
     try:
         await _achain(layers)(run)
     except BaseException as exc:
