@@ -76,9 +76,9 @@ def test_the_changed_stretch_bounds_what_differs(kinds: list[str], at: int, drop
     span = changed_span(before, after)
     assert span is not None
     x, y, y_old = span
-    assert after[:x] == before[:x] and all(a is b for a, b in zip(after[:x], before[:x]))
+    assert all(a is b for a, b in zip(after[:x], before[:x], strict=True))
     assert len(after) - y == len(before) - y_old
-    assert all(a is b for a, b in zip(after[y:], before[y_old:]))
+    assert all(a is b for a, b in zip(after[y:], before[y_old:], strict=True))
     assert changed_span(before, tuple(before)) is None
 
 
