@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from . import events
+from . import _judged, _run_memo, events
 from ._log import log
 from .budget import Budget, resolve_limit, resolve_target
 from .checks import check_labels
@@ -281,6 +281,8 @@ def execute(
     before = run.tokens
     token = _labels.set(run.labels)
     valid = mark_checked(run.messages)
+    memo = _run_memo.open_memo()
+    _judged.remember_count(run.messages, run.tokens, run.counter)
     try:
         _chain(layers)(run)
     except BaseException as exc:  # strict mode, or KeyboardInterrupt: report, then raise
@@ -288,6 +290,7 @@ def execute(
         _finish(sender, run, before, started, ok=False)
         raise
     finally:
+        _run_memo.close(memo)
         reset_checked(valid)
         _labels.reset(token)
         _forget_texts(run.counter)
@@ -311,6 +314,8 @@ async def aexecute(
     before = run.tokens
     token = _labels.set(run.labels)
     valid = mark_checked(run.messages)
+    memo = _run_memo.open_memo()
+    _judged.remember_count(run.messages, run.tokens, run.counter)
     try:
         await _achain(layers)(run)
     except BaseException as exc:
@@ -318,6 +323,7 @@ async def aexecute(
         _finish(sender, run, before, started, ok=False)
         raise
     finally:
+        _run_memo.close(memo)
         reset_checked(valid)
         _labels.reset(token)
         _forget_texts(run.counter)

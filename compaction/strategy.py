@@ -29,6 +29,7 @@ from typing import Any, ClassVar, cast
 import attrs
 
 from . import events
+from ._judged import answer_count, answer_problems
 from ._layer_log import entered, exited
 from ._log import log
 from ._signature import takes_counter as _takes_counter
@@ -38,7 +39,7 @@ from .engine import AsyncCallNext, CallNext, Run, aexecute, current_labels, exec
 from .messages import Message
 from .result import Applied, CompactionResult, Declined, Skip
 from .tokens import TokenCounter
-from .validate import mark_checked, problems
+from .validate import mark_checked
 
 __all__ = ["Capabilities", "Run", "Strategy", "current_labels"]
 
@@ -335,11 +336,11 @@ class Strategy:
             reason = answer.reason or "declined"
         else:
             new = tuple(answer)
-            after = run.counter.count_messages(new)
+            after = answer_count(run, new)  # both read only what the layer changed
             if after >= before:
                 reason = "did_not_shrink"
             else:
-                found = problems(new, pending=run.pending)
+                found = answer_problems(run, new)
                 if found:
                     # A strategy bug must never reach a provider as a 400; refuse it loudly.
                     reason = "invalid"

@@ -11,14 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from contextvars import ContextVar, Token
+from itertools import compress
+from operator import is_not
 
 from .messages import Message, ToolCall
 
 __all__ = [
     "InvalidConversationError",
+    "changed_span",
+    "checked",
     "is_valid",
     "mark_checked",
     "problems",
+    "problems_after",
     "reset_checked",
     "unanswered",
     "validate",
@@ -120,10 +125,85 @@ def problems(
     return found
 
 
+def changed_span(
+    before: Sequence[Message], after: Sequence[Message]
+) -> tuple[int, int, int] | None:
+    """Where ``after`` differs from ``before``, by identity: ``(start, end, old_end)``, so
+    that ``after[:start]`` is ``before[:start]`` and ``after[end:]`` is ``before[old_end:]``
+    (the same objects); None when every message is the same. The stretch is widened to whole
+    steps: it starts and ends at a message that is no tool result, in both."""
+    n, m = len(after), len(before)
+    lim = min(n, m)
+    p = 0
+    while p < lim and after[p] is before[p]:
+        p += 1
+    if p == n == m:
+        return None
+    s = 0
+    while s < lim - p and after[n - 1 - s] is before[m - 1 - s]:
+        s += 1
+    x = p
+    while x > 0 and ((x < n and after[x].role == "tool") or (x < m and before[x].role == "tool")):
+        x -= 1
+    y, y_old = n - s, m - s
+    while y < n and after[y].role == "tool":
+        y += 1
+        y_old += 1
+    return x, y, y_old
+
+
+def problems_after(
+    before: Sequence[Message], after: Sequence[Message], *, pending: Collection[str] = ()
+) -> list[InvalidConversationError]:
+    """``problems(after)``, when ``before`` is known valid (with the same ``pending``): only
+    the stretch that differs is read when that settles it. Outside the stretch every message
+    and every step is as it was; inside, the steps are checked on their own, and a call id
+    there that ``before``'s stretch did not hold could repeat one outside, so the whole is
+    checked then (and whenever something is found, so the errors name their indices)."""
+    if len(before) == len(after):
+        # Rewritten in place (cleared results, placeholders): the same roles, calls and
+        # answers where they were leave every step as valid as it was.
+        changed = compress(range(len(after)), map(is_not, after, before))
+        if all(_same_place(after[i], before[i]) for i in changed):
+            return []
+    span = changed_span(before, after)
+    if span is None:
+        return []
+    x, y, y_old = span
+    window, old = after[x:y], before[x:y_old]
+    if (
+        any(m.role == "system" for m in window)
+        or any(m.role == "system" for m in old)
+        or (y_old < len(before) and before[y_old].role == "system")
+    ):
+        return problems(after, pending=pending)
+    held = {c.id for m in old for c in m.tool_calls}
+    if any(c.id not in held for m in window for c in m.tool_calls) or problems(
+        window, pending=pending
+    ):
+        return problems(after, pending=pending)
+    return []
+
+
+def _same_place(new: Message, old: Message) -> bool:
+    """Whether ``new`` stands where ``old`` stood as far as validity goes: its role, the call
+    it answers and the ids of the calls it makes."""
+    if new.role != old.role or new.tool_call_id != old.tool_call_id:
+        return False
+    return new.tool_calls is old.tool_calls or [c.id for c in new.tool_calls] == [
+        c.id for c in old.tool_calls
+    ]
+
+
 def mark_checked(messages: tuple[Message, ...]) -> Token[tuple[Message, ...] | None]:
     """Record ``messages`` as checked and valid for the run in progress (the engine calls it;
     [`reset_checked`][] with the answer forgets it when the run ends)."""
     return _checked.set(messages)
+
+
+def checked() -> tuple[Message, ...] | None:
+    """The conversation the run in progress checked last (valid), or None outside a run."""
+    return _checked.get()
 
 
 def reset_checked(token: Token[tuple[Message, ...] | None]) -> None:

@@ -13,13 +13,15 @@ notes is never taken for one.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import attrs
 
+from .. import _run_memo
 from ..messages import Message
+from . import _reparse
 
 if TYPE_CHECKING:
     from ..tokens import TokenCounter
@@ -318,12 +320,49 @@ def _parse(messages: Sequence[Message]) -> Transcript:
     i = 0
     while i < n and msgs[i].role == "system":
         i += 1
-    system_end = i
+    memo = _run_memo.memo()
+    if memo is not None:
+        # Within a run, the view a layer hands down is mostly the previous view's messages:
+        # only the stretch that changed is read again (``_reparse``).
+        recent: list[Transcript] = memo.setdefault("transcripts", [])
+        for old in recent:
+            if old.messages is msgs:
+                return old
+        last = recent[0] if recent else None
+        if last is not None and last.system_end == i:
+            found = _reparse.reuse(last, msgs, _scan, is_synthetic, is_note, is_pinned)
+        else:
+            found = _whole(msgs, i)
+        recent.insert(0, found)
+        del recent[2:]
+        return found
+    return _whole(msgs, i)
+
+
+def _whole(msgs: tuple[Message, ...], system_end: int) -> Transcript:
     groups: list[Group] = []
+    pinned: set[int] = set()
+    _, anchor, task = _scan(msgs, system_end, groups, pinned)
+    return Transcript(msgs, system_end, tuple(groups), anchor, task, frozenset(pinned))
+
+
+def _scan(
+    msgs: tuple[Message, ...],
+    i: int,
+    groups: list[Group],
+    pinned: set[int],
+    until: int | None = None,
+    stop: Callable[[int], bool] | None = None,
+) -> tuple[int, int | None, int | None]:
+    """Read groups from ``msgs[i]`` on into ``groups`` (pinned ones into ``pinned``), to the
+    end or to the first group start from ``until`` on where ``stop`` says the rest is known.
+    Answers where it stopped, and the newest and first person-written user groups read."""
+    n = len(msgs)
     anchor: int | None = None
     task: int | None = None
-    pinned: set[int] = set()
     while i < n:
+        if until is not None and i >= until and stop is not None and stop(i):
+            break
         m = msgs[i]
         if m.meta.get(PINNED_KEY) is True:
             pinned.add(len(groups))  # the group that starts here (or the step it is in)
@@ -363,4 +402,4 @@ def _parse(messages: Sequence[Message]) -> Transcript:
         else:  # a system message after the leading block: invalid, kept as its own unit
             groups.append(Group(i, i + 1, "orphan"))
         i += 1
-    return Transcript(msgs, system_end, tuple(groups), anchor, task, frozenset(pinned))
+    return i, anchor, task

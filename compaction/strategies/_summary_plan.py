@@ -22,6 +22,7 @@ from ._summary_said import said_words as _said_words
 
 #: The region of a round that writes one note's or summary's ledger again, in less room.
 LEDGER_REGION = "ledger"
+_Carried = tuple[list[int], "list[int] | None"]  # counts and statements, message by message
 #: Tokens a summary costs whatever it summarises (its header and section titles).
 _SUMMARY_OVERHEAD = 32
 
@@ -36,9 +37,12 @@ class _Round:
     messages: tuple[Message, ...]
     #: Where the run aims: what the summary may take is what the rest leaves of it.
     target: int = 0
-    #: What ``messages`` count by ``counted_by`` when the planner summed them (-1: not known).
+    #: What ``messages`` count by ``counted_by`` when the planner summed them (-1: not known),
+    #: each one's count, and how many of the person's statements each carries (when read).
     total: int = attrs.field(default=-1, eq=False, repr=False)
     counted_by: object = attrs.field(default=None, eq=False, repr=False)
+    counts: Sequence[int] | None = attrs.field(default=None, eq=False, repr=False)
+    stated: Sequence[int] | None = attrs.field(default=None, eq=False, repr=False)
 
     @property
     def replaced(self) -> tuple[Message, ...]:
@@ -66,6 +70,16 @@ class _Round:
     def apply(self, summary: Message) -> tuple[Message, ...]:
         return (*self.messages[: self.start], summary, *self.messages[self.end :])
 
+    def carried(self, summary: Message, counter: TokenCounter) -> _Carried | None:
+        """What each message of ``apply(summary)`` counts and states, from what the plan read."""
+        if self.counts is None or self.counted_by is not counter:
+            return None
+        a, b, counts, stated = self.start, self.end, self.counts, self.stated
+        return (
+            [*counts[:a], counter.count(summary), *counts[b:]],
+            None if stated is None else [*stated[:a], len(_said(summary)), *stated[b:]],
+        )
+
 
 class _RoundPlanner:
     """The planning half of [`Summary`][compaction.strategies.summary.Summary] (a mixin)."""
@@ -92,7 +106,12 @@ class _RoundPlanner:
         return len(runs)
 
     def _plan(
-        self, messages: tuple[Message, ...], *, target: int, counter: TokenCounter
+        self,
+        messages: tuple[Message, ...],
+        *,
+        target: int,
+        counter: TokenCounter,
+        carried: _Carried | None = None,
     ) -> _Round | None:
         """The next round: which messages one summary would replace, or None (nothing may be
         given up, or already under target).
@@ -106,8 +125,11 @@ class _RoundPlanner:
         shows as many, its ledger has room for every statement of its stretch, and it reaches
         target in this round where the stretch between the person's words does not: in a
         long session that stretch is one turn, and every turn would become a summary of its
-        own (a round each, and the summaries piling up before the steps still verbatim)."""
-        counts = [counter.count(m) for m in messages]
+        own (a round each, and the summaries piling up before the steps still verbatim).
+        ``carried``: what each message counts and states, when the previous round knows it."""
+        counts, stated = carried if carried and len(carried[0]) == len(messages) else (None, None)
+        if counts is None:
+            counts = [counter.count(m) for m in messages]
         over = sum(counts) - target
         if over <= 0:
             return None
@@ -116,7 +138,7 @@ class _RoundPlanner:
 
         def counted(found: _Round | None) -> _Round | None:
             # the view's total is known here: ``room`` need not sum it again per plan weighed
-            return found and attrs.evolve(found, total=total, counted_by=counter)
+            return found and attrs.evolve(found, total=total, counted_by=counter, counts=counts)
 
         plan = counted(self._plan_on(words, messages, counts, over, target, counter))
         if words.words:
@@ -129,7 +151,8 @@ class _RoundPlanner:
                 if plan is None:
                     plan = other
                 elif other is not None:
-                    stated = [len(_said(m)) for m in messages]  # read once for both plans
+                    if stated is None:  # read once for both plans (and the next rounds)
+                        stated = [len(_said(m)) for m in messages]
                     theirs, whole = self._shown(other, counts, counter, stated)
                     ours, _ = self._shown(plan, counts, counter, stated)
                     # as many shown, all of its stretch's, and one round where many would go
@@ -140,7 +163,7 @@ class _RoundPlanner:
                         and self._reaches(other, counts, over)
                     ):
                         plan = other
-        return plan
+        return plan if stated is None or plan is None else attrs.evolve(plan, stated=stated)
 
     def _reaches(self, plan: _Round, counts: Sequence[int], over: int) -> bool:
         """Whether ``plan``'s summary, of the expected size, saves the ``over`` tokens."""

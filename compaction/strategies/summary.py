@@ -268,12 +268,16 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
         if not self._closed():
             return Skip("breaker_open")
         current, good, called, error = messages, None, False, None
-        while (plan := self._plan(current, target=target, counter=counter)) is not None:
+        carried = None  # each round's plan hands the next what the messages it kept count
+        while (
+            plan := self._plan(current, target=target, counter=counter, carried=carried)
+        ) is not None:
             called = True
             summary, error = self._round_sync(plan, counter)
             if summary is None:
                 break
             current = good = plan.apply(summary)
+            carried = plan.carried(summary, counter)
         self._settle(called, good, error)
         return self._answer(good, error)
 
@@ -310,11 +314,15 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
         if not self._closed():
             return Skip("breaker_open")
         current, good, called, error = messages, None, False, None
-        while (plan := self._plan(current, target=target, counter=counter)) is not None:
+        carried = None  # each round's plan hands the next what the messages it kept count
+        while (
+            plan := self._plan(current, target=target, counter=counter, carried=carried)
+        ) is not None:
             called = True
             summary, error = await self._round_async(plan, counter)
             if summary is None:
                 break
             current = good = plan.apply(summary)
+            carried = plan.carried(summary, counter)
         self._settle(called, good, error)
         return self._answer(good, error)
