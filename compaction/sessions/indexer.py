@@ -31,13 +31,10 @@ indexed once.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from .._log import log
-from .searching import update_index
-
-if TYPE_CHECKING:
-    from .session import Session
+from .searching import Session, update_index
 
 __all__ = ["DEFAULT_LIMIT", "Indexer"]
 
