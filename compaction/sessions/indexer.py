@@ -4,8 +4,10 @@ A search brings a session's index up to date with its history, so nothing needs 
 ahead of it; but the first search after a long stretch then pays for all of it, inside a
 model's tool call. With ``index_views=True`` each stored view (each compaction) hands its
 session to the store's indexer, one thread that brings the index up to date while the agent
-goes on: the caller's ``set_view`` only queues the session, and on PostgreSQL the server's
-text parser (the bulk of indexing) runs while the caller's own writes wait for the disk.
+goes on: the caller's ``set_view`` only queues the session, and the indexing happens while
+the agent waits for its model. It moves the work, it does not make it cheaper: writes made
+while a pass runs share the disk (PostgreSQL flushes the index's log with the next commit)
+and the interpreter with it (the search section of ``benchmarks/RESULTS.md``).
 
 The rules it keeps, and why:
 
@@ -14,10 +16,10 @@ The rules it keeps, and why:
   ``limit`` sessions waiting: past that a view is not queued (logged as
   ``session.index_skipped``); its messages are indexed by the next pass or the next search.
   Nothing is lost either way: the index is derived from the history.
-- **Never in the caller's way for longer than a read.** With a backend that keeps its own
-  index (PostgreSQL) the indexer holds the session's lock only while it copies what the
-  session has read, not during the statement; the Session's own SQLite index (files) is
-  synced under the lock, as a search syncs it.
+- **Never in the caller's way for longer than a read.** The indexer holds the session's lock
+  only while it reads and copies the history, never while the index is written (PostgreSQL's
+  statement, or the Session's own SQLite index, which has a lock of its own: a search waits
+  for it, an append does not).
 - **Failures are visible, not raised.** A pass that fails (the server went away, say) is
   logged as ``session.index_failed``; the next search indexes what it missed.
 - **Closed with the store.** ``SessionStore.close()`` waits up to ``timeout`` seconds for
