@@ -10,6 +10,7 @@ table), not through ``search``, which would bring it up to date itself.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from pathlib import Path
@@ -230,3 +231,29 @@ def test_limit_must_be_a_positive_whole_number() -> None:
     for bad in (0, -1, True, 1.5):
         with pytest.raises(ValueError, match="limit must be a positive int"):
             Indexer(limit=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_indexes_with_a_thread_of_its_own(tmp_path: Path) -> None:
+    """The parent's indexer thread does not run in a child: the child's first view starts
+    its own, so its queue is indexed and close does not wait out its timeout."""
+    store = SessionStore(tmp_path, index_views=True)
+    parent = store.open("parent")
+    _fill(parent, "alpha")
+    parent.set_view(_view(parent))
+    assert store.indexer is not None and store.indexer.wait(HANG)  # the thread runs here
+    pid = os.fork()
+    if pid == 0:  # the child: exit code 0 only when its view was indexed in time
+        code = 1
+        try:
+            child = store.open("child")
+            _fill(child, "beta")
+            child.set_view(_view(child))
+            indexed = store.indexer.wait(HANG / 2)
+            code = 0 if indexed and _indexed(str(tmp_path), "child") else 3
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert _indexed(str(tmp_path), "child") == {e.seq for e in store.open("child").entries}
+    store.close()

@@ -22,6 +22,8 @@ The rules it keeps, and why:
   for it, an append does not).
 - **Failures are visible, not raised.** A pass that fails (the server went away, say) is
   logged as ``session.index_failed``; the next search indexes what it missed.
+- **Fork-safe.** A child process does not inherit the parent's thread (nor a lock it may have
+  held at the fork): the first call in the child starts afresh, with an empty queue.
 - **Closed with the store.** ``SessionStore.close()`` waits up to ``timeout`` seconds for
   what is queued (``wait`` does the same without closing), then stops the thread.
 
@@ -32,6 +34,7 @@ indexed once.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Final
 
@@ -55,16 +58,28 @@ class Indexer:
         self.limit = limit
         #: Passes that failed, and sessions not queued because ``limit`` were waiting.
         self.failed = self.skipped = 0
+        self._closed = False
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """An empty queue and no thread, for this process."""
+        self._pid = os.getpid()
         self._pending: dict[int, Session] = {}  # in the order they came; one per object
         self._running = 0
-        self._closed = False
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
+
+    def _here(self) -> threading.Condition:
+        """The condition to take, after starting afresh in a forked child (its copy of the
+        parent's thread does not run, and the parent's lock may have been held at the fork)."""
+        if self._pid != os.getpid():
+            self._fresh()
+        return self._cond
 
     def submit(self, session: Session) -> bool:
         """Queue ``session`` to be indexed; False when it was not (closed, or ``limit``
         sessions already waiting: the next search indexes it)."""
-        with self._cond:
+        with self._here():
             if self._closed:
                 return False
             if id(session) in self._pending:
@@ -85,13 +100,13 @@ class Indexer:
     def wait(self, timeout: float | None = None) -> bool:
         """Block until everything queued so far is indexed (or failed); False when
         ``timeout`` seconds passed first."""
-        with self._cond:
+        with self._here():
             return self._cond.wait_for(lambda: not self._pending and not self._running, timeout)
 
     def close(self, timeout: float | None = 30.0) -> bool:
         """Index what is queued (waiting at most ``timeout`` seconds), then stop the thread;
         True when everything queued was indexed. What is left is indexed by a later search."""
-        with self._cond:
+        with self._here():
             self._closed = True
             done = self._cond.wait_for(lambda: not self._pending and not self._running, timeout)
             self._pending.clear()
