@@ -125,7 +125,7 @@ class Indexer:
                 session = self._pending.pop(next(iter(self._pending)))
                 self._running += 1
             try:
-                update_index(session, hold=False)
+                update_index(session)
             except Exception as exc:  # any failure: the next search catches up
                 self.failed += 1
                 log.warning(

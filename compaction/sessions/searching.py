@@ -96,7 +96,7 @@ def _index(session: Session, history: History) -> SearchIndex:
     return index
 
 
-def update_index(session: Session, *, hold: bool = True) -> None:
+def update_index(session: Session) -> None:
     """Bring ``session``'s index up to date with its history now, instead of at the next
     search (after a compaction, say, off the turn's path).
 
@@ -104,26 +104,21 @@ def update_index(session: Session, *, hold: bool = True) -> None:
     own writes included, without reading the history again first: messages another writer
     added since are indexed by the next search, which reads the history first, and a session
     cleared or made again meanwhile gets nothing of the old one (the backend checks its
-    generation). With ``hold=False`` (the store's background indexer) the Session's lock is
-    held only to read and copy the history, not while the index is written, so the caller's
-    writes never queue behind it. The Session's own index reads the history first, as a
-    search does."""
+    generation). The Session's own index reads the history first, as a search does. Either
+    way the Session's lock is held only to read and copy the history, never while the index
+    is written (the backend's statement, or the Session's own index, which has a lock of its
+    own: a search waits for it, an append does not), so writes from another thread (the
+    store's background indexer's caller, say) never queue behind it."""
     with session._mutex:
         history = session._history
         if history.cursor is None:  # never read: read it now
             history = session._refresh()
-        if hold:
-            if session.backend.index(session.name, history) is None:
-                history = session._refresh()
-                _synced(_index(session, history), history, lambda index: None)
-            return
         history = _copy(history)
     if session.backend.index(session.name, history) is not None:
         return
     with session._mutex:
         history = _copy(session._refresh())
         index = _index(session, history)
-    # The index has a lock of its own: a search waits for it, the caller's writes do not.
     _synced(index, history, lambda index: None)
 
 
