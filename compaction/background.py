@@ -32,7 +32,6 @@ import concurrent.futures
 import contextvars
 import functools
 import math
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -165,19 +164,7 @@ class Background:
         compactor.stats.calls -= 1  # the same call, planned again on the summary's view
         if not again.compact:
             return compactor._commit(again, again.request, again.tokens)  # type: ignore[no-any-return]
-        started = time.monotonic()
-        try:
-            with offering(compactor.memory_tools):
-                result = self.free.compact(
-                    again.request,
-                    target=again.target,
-                    limit=compactor._limit(again),
-                    counter=compactor.counter,
-                    labels=again.labels,
-                )
-        except Exception as exc:
-            return compactor._failed(again, exc, started)  # type: ignore[no-any-return]
-        return compactor._taken(again, result)  # type: ignore[no-any-return]
+        return compactor._run(self.free, again)  # type: ignore[no-any-return]
 
     def maybe_start(self, compactor: Any, plan: Any, *, asynchronous: bool = False) -> None:
         """Start a summary of the request as it stands when it passed the early mark."""

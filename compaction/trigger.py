@@ -330,6 +330,40 @@ class Compactor(_ConversationView):
         )
         return self._commit(plan, plan.request, plan.tokens)
 
+    def _run(self, pipeline: CompactionPipeline, plan: _Plan) -> Sequence[Message]:
+        """``pipeline`` on ``plan`` as every triggered run goes (to the target within the hard
+        limit, its notes told the memory tools the model has), its answer taken or its
+        failure recorded: for a call's own run and for the free layers after a swap."""
+        started = time.monotonic()
+        try:
+            with offering(self.memory_tools):
+                result = pipeline.compact(
+                    plan.request,
+                    target=plan.target,
+                    limit=self._limit(plan),
+                    counter=self.counter,
+                    labels=plan.labels,
+                )
+        except Exception as exc:
+            return self._failed(plan, exc, started)
+        return self._taken(plan, result)
+
+    async def _arun(self, pipeline: CompactionPipeline, plan: _Plan) -> Sequence[Message]:
+        """Async twin of ``_run`` (awaits summarisers that do I/O)."""
+        started = time.monotonic()
+        try:
+            with offering(self.memory_tools):
+                result = await pipeline.acompact(
+                    plan.request,
+                    target=plan.target,
+                    limit=self._limit(plan),
+                    counter=self.counter,
+                    labels=plan.labels,
+                )
+        except Exception as exc:
+            return self._failed(plan, exc, started)
+        return self._taken(plan, result)
+
     def _ladder(self) -> CompactionPipeline:
         """The ladder a call runs: the whole one, or only its free layers while a background
         summary is coming (the call must not wait for a model)."""
@@ -374,19 +408,7 @@ class Compactor(_ConversationView):
             background.maybe_start(self, plan)
         if not plan.compact:
             return self._commit(plan, plan.request, plan.tokens)
-        started = time.monotonic()
-        try:
-            with offering(self.memory_tools):
-                result = self._ladder().compact(
-                    plan.request,
-                    target=plan.target,
-                    limit=self._limit(plan),
-                    counter=self.counter,
-                    labels=plan.labels,
-                )
-        except Exception as exc:
-            return self._failed(plan, exc, started)
-        return self._taken(plan, result)
+        return self._run(self._ladder(), plan)
 
     async def abefore_call(
         self, messages: Sequence[Message], usage: Any = None
@@ -404,16 +426,4 @@ class Compactor(_ConversationView):
             background.maybe_start(self, plan, asynchronous=True)
         if not plan.compact:
             return self._commit(plan, plan.request, plan.tokens)
-        started = time.monotonic()
-        try:
-            with offering(self.memory_tools):
-                result = await self._ladder().acompact(
-                    plan.request,
-                    target=plan.target,
-                    limit=self._limit(plan),
-                    counter=self.counter,
-                    labels=plan.labels,
-                )
-        except Exception as exc:
-            return self._failed(plan, exc, started)
-        return self._taken(plan, result)
+        return await self._arun(self._ladder(), plan)
