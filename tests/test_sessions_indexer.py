@@ -45,6 +45,13 @@ def _view(session: Any) -> list[Message]:
     return [messages[0], *messages[-2:]]
 
 
+def _hidden(session: Any, added: int = 0) -> set[int]:
+    """What an indexer brings into the index for ``_view(session)`` (``added``: messages
+    appended since): the history through the newest message the view hides. The two it
+    shows whole are in front of the model still, left to a later compaction or a search."""
+    return {e.seq for e in session.entries[: len(session.entries) - 2 - added]}
+
+
 def _indexed(store_url: str, name: str) -> set[int]:
     """The ``seq`` numbers of session ``name`` the store's index holds, read where it lives."""
     if "://" not in store_url:
@@ -79,7 +86,7 @@ def test_a_stored_view_is_indexed_without_a_search(store_url: str) -> None:
         session.set_view(_view(session))
         other.set_view(_view(other))
         assert store.indexer is not None and store.indexer.wait(HANG)
-        assert _indexed(store_url, "agent") == {e.seq for e in session.entries}
+        assert _indexed(store_url, "agent") == _hidden(session) != set()
         # A store made without index_views leaves indexing to the next search, as before.
         assert _indexed(store_url, "other") == set()
         assert store.indexer.failed == store.indexer.skipped == 0
@@ -139,7 +146,7 @@ def test_the_caller_s_writes_never_wait_for_the_index(
         finally:
             let_go()
         assert store.indexer.wait(HANG)  # type: ignore[union-attr]
-        assert {e.seq for e in session.entries[:-1]} <= _indexed(url, "agent")
+        assert _indexed(url, "agent") == _hidden(session, added=1)
     finally:
         store.close()
 
@@ -167,7 +174,7 @@ def test_the_queue_is_bounded_and_what_it_skips_is_found_by_the_next_search(
         finally:
             let_go()
         assert store.indexer.wait(HANG)
-        assert _indexed(str(tmp_path), "second") == {e.seq for e in second.entries}
+        assert _indexed(str(tmp_path), "second") == _hidden(second)
         assert _indexed(str(tmp_path), "third") == set()
         hits = third.search("test_third_2", include_view=True)  # the search catches up
         assert hits and "test_third_2" in hits[0].snippet
@@ -181,7 +188,7 @@ def test_close_indexes_what_is_queued_then_refuses_more(tmp_path: Path) -> None:
     _fill(session, "alpha")
     session.set_view(_view(session))
     store.close()  # waits for the queue
-    assert _indexed(str(tmp_path), "agent") == {e.seq for e in session.entries}
+    assert _indexed(str(tmp_path), "agent") == _hidden(session)
     assert store.indexer is not None and store.indexer.submit(session) is False
     _fill(session, "beta", steps=1)
     session.set_view(_view(session))  # still stored; indexed by the next search
@@ -255,5 +262,63 @@ def test_a_forked_child_indexes_with_a_thread_of_its_own(tmp_path: Path) -> None
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
-    assert _indexed(str(tmp_path), "child") == {e.seq for e in store.open("child").entries}
+    assert _indexed(str(tmp_path), "child") == _hidden(store.open("child"))
     store.close()
+
+
+def test_update_index_indexes_through_the_newest_message_the_view_hides(store_url: str) -> None:
+    """A real ladder's view (old tool results cut, the newest steps whole): indexing ahead of a
+    search takes the history through the newest message the view no longer shows as it is,
+    and no further, whether the Session stored that view itself or another one did."""
+    from compaction import ApproximateCounter, default_pipeline
+    from compaction.sessions.searching import update_index
+
+    store = SessionStore.from_url(store_url)
+    try:
+        session = store.open("agent")
+        _fill(session, "alpha", steps=6)
+        messages = session.messages
+        counter = ApproximateCounter()
+        target = counter.count_messages(messages) * 2 // 3
+        view = default_pipeline(counter=counter).compact(messages, target=target).messages
+        whole = {(m.id, m.content, m.tool_calls) for m in view}
+        hidden = [
+            e.seq
+            for e in session.entries
+            if (e.message.id, e.message.content, e.message.tool_calls) not in whole
+        ]
+        assert hidden and hidden[-1] < session.entries[-1].seq  # a cut, and a tail kept whole
+        session.set_view(view)
+        update_index(session)
+        expected = {e.seq for e in session.entries if e.seq <= hidden[-1]}
+        assert _indexed(store_url, "agent") == expected
+        # Another Session (another process) reads how far from the stored view.
+        elsewhere = SessionStore.from_url(store_url)
+        try:
+            update_index(elsewhere.open("agent"))
+        finally:
+            elsewhere.close()
+        assert _indexed(store_url, "agent") == expected
+        # What the view shows whole is still found: a search brings the index up to date.
+        newest = session.entries[-1]
+        assert newest.seq not in _indexed(store_url, "agent")
+        hits = session.search("test_alpha_5", include_view=True)
+        assert newest.seq in {h.seq for h in hits}
+    finally:
+        store.close()
+
+
+def test_update_index_without_a_view_indexes_nothing_yet(store_url: str) -> None:
+    from compaction.memory.search import searchable_text
+    from compaction.sessions.searching import update_index
+
+    store = SessionStore.from_url(store_url)
+    try:
+        session = store.open("agent")
+        _fill(session, "alpha")
+        update_index(session)  # nothing is hidden from the model: nothing to index ahead
+        assert _indexed(store_url, "agent") == set()
+        hits = session.search("test_alpha_1", include_view=True)
+        assert hits and "test_alpha_1" in searchable_text(session.recall(hits[0].ref))
+    finally:
+        store.close()

@@ -58,10 +58,20 @@ def create_row(conn: psycopg.Connection[Any], name: str) -> None:
         )
 
 
-def lock_row(conn: psycopg.Connection[Any], name: str, create: bool) -> tuple[Any, ...] | None:
+def lock_row(
+    conn: psycopg.Connection[Any], name: str, create: bool, *, generation: bool = False
+) -> tuple[Any, ...] | None:
+    """The session's row, locked for this transaction (created first when ``create``).
+
+    Writes within a generation (appends, documents) take ``FOR NO KEY UPDATE``: they exclude
+    each other, but not a search or an indexer, which hold ``FOR KEY SHARE`` while they read
+    and index one generation (so an append never queues behind the parsing of an index).
+    A change of ``generation`` (a clear) takes ``FOR UPDATE``, which waits for those readers:
+    they never mix two generations."""
+    strength = "UPDATE" if generation else "NO KEY UPDATE"
     query = (
         "SELECT created, first_seq, next_seq, epoch, token FROM compaction_sessions"
-        " WHERE name = %s FOR UPDATE"
+        f" WHERE name = %s FOR {strength}"
     )
     row = conn.execute(query, (name,)).fetchone()
     if row is None and create:

@@ -6,12 +6,13 @@
     compaction_documents  (session, kind, token, body)               context/state/metadata/view
     compaction_search     (session, seq, part, words)                the full-text index
 
-Concurrency is the database's: an append locks its session's row (``SELECT … FOR UPDATE``),
-so appends to one session serialise across processes and hosts while other sessions go on,
-and the rows of a batch commit together or not at all. Messages and documents are stored as
-our own JSON text with every NUL and lone surrogate escaped (``\\u0000``), never as ``jsonb``
-(which refuses both), so any string a Message holds comes back exactly. Names and ids are
-always bound parameters, never SQL text.
+Concurrency is the database's: an append locks its session's row (``SELECT … FOR NO KEY
+UPDATE``; pgrows.lock_row says what waits for what), so appends to one session serialise
+across processes and hosts while other sessions go on, and the rows of a batch commit
+together or not at all. Messages and documents are stored as our own JSON text with every NUL
+and lone surrogate escaped (``\\u0000``), never as ``jsonb`` (which refuses both), so any
+string a Message holds comes back exactly. Names and ids are always bound parameters, never
+SQL text.
 
 A connection lost mid-call (a server restart, a failover) is retried for up to
 ``retry_seconds``; every write carries a random token that is checked first on a retry, so a
@@ -342,7 +343,7 @@ class PostgresBackend(Backend):
 
         def work(conn: psycopg.Connection[Any]) -> None:
             with conn.transaction():
-                row = pgrows.lock_row(conn, name, create=False)
+                row = pgrows.lock_row(conn, name, create=False, generation=True)
                 if row is None or row[3] == epoch:
                     return
                 conn.execute("DELETE FROM compaction_messages WHERE session = %s", (name,))

@@ -6,17 +6,21 @@ pgsearch.py). Otherwise the Session keeps a SQLite FTS5 index
 to date with each search, rebuilt when missing, torn or of another generation of the history;
 never a link or anything but a regular file), in memory for any other store. Either way the
 index holds the one session's messages, and by default the messages the current view shows
-whole are not answered: the model can read those already.
+whole are not answered: the model can read those already. For the same reason indexing ahead
+of a search ([`update_index`][], the store's background indexer) indexes only through the
+newest message the view no longer shows whole, what compaction took out of the model's sight:
+the messages after it are indexed when a later compaction takes them, or by the next search.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from ..memory.search import SearchHit, SearchIndex
+from ..messages import Message
 from .backend import Backend
 from .history import History
 
@@ -30,13 +34,14 @@ class Session(Protocol):
     _mutex: threading.RLock
     _search: SearchIndex | None
     _history: History
+    _hidden: tuple[str | None, int] | None
 
     def _refresh(self) -> History: ...
 
     def view(self) -> Any: ...
 
 
-__all__ = ["INDEX_FILE", "search_session", "update_index"]
+__all__ = ["INDEX_FILE", "hidden_through", "search_session", "update_index"]
 
 T = TypeVar("T")
 
@@ -53,19 +58,35 @@ def search_session(session: Session, query: str, limit: int, include_view: bool)
         entries = history.entries
         shown: set[int] = set()
         if not include_view:
-            # Shown whole: the same message, not a cut or placeholder standing for it
-            # (what a compaction cut is searchable too).
-            whole = {(m.id, m.content, m.tool_calls) for m in session.view()}
-            shown = {
-                e.seq
-                for e in entries
-                if (e.message.id, e.message.content, e.message.tool_calls) in whole
-            }
+            whole = _whole(session.view())
+            shown = {e.seq for e in entries if _key(e.message) in whole}
         hits = session.backend.search(session.name, history, query, limit, shown)
         if hits is not None:
             return hits
         index = _index(session, history)
         return _synced(index, history, lambda index: index.search(query, limit, exclude=shown))
+
+
+def _key(message: Message) -> tuple[Any, ...]:
+    return (message.id, message.content, message.tool_calls)
+
+
+def _whole(view: Iterable[Message]) -> set[tuple[Any, ...]]:
+    """What ``view`` shows whole: the same message, not a cut or placeholder standing for it
+    (what a compaction cut is searchable too)."""
+    return {_key(m) for m in view}
+
+
+def hidden_through(view: Sequence[Message], history: History, later: int | None = None) -> int:
+    """The ``seq`` of the newest message of ``history`` that ``view`` does not show whole
+    (``first_seq - 1`` when it shows them all); messages from ``seq`` ``later`` on (added
+    after the view was taken: the view shows them as they are) count as shown. A walk back
+    from the newest message that stops at the first one hidden."""
+    whole = _whole(view)
+    for entry in reversed(history.entries):
+        if (later is None or entry.seq < later) and _key(entry.message) not in whole:
+            return entry.seq
+    return history.first_seq - 1
 
 
 def _synced(index: SearchIndex, history: History, then: Callable[[SearchIndex], T]) -> T:
@@ -97,8 +118,10 @@ def _index(session: Session, history: History) -> SearchIndex:
 
 
 def update_index(session: Session) -> None:
-    """Bring ``session``'s index up to date with its history now, instead of at the next
-    search (after a compaction, say, off the turn's path).
+    """Index now, instead of at the next search (after a compaction, say, off the turn's
+    path), what of ``session``'s history a search answers by default: through the newest
+    message its view no longer shows whole. The messages after it are still in front of the
+    model; a later compaction that takes them, or the next search, indexes them.
 
     A backend with an index of its own (PostgreSQL) indexes what this Session has read, its
     own writes included, without reading the history again first: messages another writer
@@ -113,19 +136,30 @@ def update_index(session: Session) -> None:
         history = session._history
         if history.cursor is None:  # never read: read it now
             history = session._refresh()
-        history = _copy(history)
+        history = _copy(history, _through(session, history))
     if session.backend.index(session.name, history) is not None:
         return
     with session._mutex:
-        history = _copy(session._refresh())
+        history = session._refresh()
+        history = _copy(history, _through(session, history))
         index = _index(session, history)
     _synced(index, history, lambda index: None)
 
 
-def _copy(history: History) -> History:
-    """What ``history`` holds now, apart from it: the Session may read or clear it meanwhile
-    (``reset`` starts a new list; an append extends the one copied)."""
+def _through(session: Session, history: History) -> int:
+    """How far ahead of a search to index: through the newest message the view hides (as
+    the Session recorded when it stored the view, else read from the stored view)."""
+    known = session._hidden
+    if known is not None and known[0] == history.epoch:
+        return known[1]
+    return hidden_through(session.view(), history)
+
+
+def _copy(history: History, through: int) -> History:
+    """What ``history`` holds now through ``seq`` ``through``, apart from it: the Session may
+    read or clear it meanwhile (``reset`` starts a new list; an append extends the one
+    copied)."""
     copy = History()
     copy.reset(history.cursor, history.first_seq, history.created, history.epoch)
-    copy.entries = list(history.entries)
+    copy.entries = history.entries[: max(0, through + 1 - history.first_seq)]
     return copy
