@@ -322,3 +322,52 @@ def test_update_index_without_a_view_indexes_nothing_yet(store_url: str) -> None
         assert hits and "test_alpha_1" in searchable_text(session.recall(hits[0].ref))
     finally:
         store.close()
+
+
+def test_an_append_does_not_wait_for_an_indexer_holding_the_session(postgres_url: str) -> None:
+    """The indexer's statement holds the session's row (so a clear waits for it) while it
+    parses and inserts; an append to the same session goes on meanwhile, and a clear waits.
+    The statement is stopped where it holds the row: in its check that each indexed message
+    exists, on a message row another transaction has locked."""
+    import psycopg
+
+    store = SessionStore.from_url(postgres_url, index_views=True)
+    try:
+        session = store.open("agent")
+        _fill(session, "alpha")
+        session.search("importer")  # indexed up to here: the next pass is one statement
+        _fill(session, "gamma", steps=2)
+        first_new = session.entries[-4].seq
+        holder = psycopg.connect(postgres_url)
+        holder.execute(
+            "SELECT 1 FROM compaction_messages WHERE session = %s AND seq = %s FOR UPDATE",
+            ("agent", first_new),
+        )
+        try:
+            session.set_view(_view(session))  # the indexer's statement now waits on that row
+            with psycopg.connect(postgres_url, autocommit=True) as admin:
+                for _ in range(int(HANG / 0.05)):
+                    waiting = admin.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname ="
+                        " current_database() AND wait_event_type = 'Lock'"
+                        " AND query LIKE '%compaction_search%'"
+                    ).fetchone()
+                    if waiting and waiting[0]:
+                        break
+                    threading.Event().wait(0.05)
+                assert waiting and waiting[0]
+            added: list[Any] = []
+            writer = _in_thread(lambda: added.append(session.add_user("And the exporter too.")))
+            writer.join(HANG)
+            assert not writer.is_alive() and added
+            cleared = threading.Event()
+            clearer = _in_thread(lambda: (store.open("agent").clear(), cleared.set()))
+            assert not cleared.wait(0.5)  # a new generation waits for the indexer
+        finally:
+            holder.rollback()
+            holder.close()
+        clearer.join(HANG)
+        assert cleared.is_set() and store.indexer is not None and store.indexer.wait(HANG)
+        assert _indexed(postgres_url, "agent") == set()  # the clear took the index with it
+    finally:
+        store.close()
