@@ -124,7 +124,7 @@ class _SummaryCalls:
 
     def _report(
         self,
-        transcript: str,
+        shown: str | Sequence[Message],
         answer: Any,
         started: float,
         counter: TokenCounter,
@@ -137,6 +137,9 @@ class _SummaryCalls:
         # of the conversation, and with the offline summariser nobody is billed for it.
         input_tokens = output_tokens = 0
         if events.summarized.receivers or (error is None and log.writes("debug")):
+            # ``shown``: the transcript, or the messages a block reader was given (rendered
+            # only now, for the count).
+            transcript = shown if isinstance(shown, str) else render_transcript(shown)
             input_tokens = counter.count_text(self.instructions) + counter.count_text(transcript)
             output_tokens = counter.count_text(answer) if isinstance(answer, str) else 0
         events.summarized.send(
@@ -218,16 +221,16 @@ class _SummaryCalls:
     ) -> tuple[Message | None, BaseException | None]:
         if plan.region == LEDGER_REGION:
             return self._rewritten(plan, counter)
-        transcript = render_transcript(self._source(plan.replaced))
+        summarizer, shown = self._summariser_for(plan)
         started = time.monotonic()
         answer: Any = None
         try:
-            args = (transcript, self.instructions)
+            args = (shown, self.instructions)
             if self.timeout is None:
-                answer = self.summarizer(*args)
+                answer = summarizer(*args)
             else:
                 what = f"summariser {self.summarizer_name}"
-                answer = call_with_deadline(self.summarizer, args, self.timeout, what)
+                answer = call_with_deadline(summarizer, args, self.timeout, what)
             if inspect.isawaitable(answer):
                 if inspect.iscoroutine(answer):
                     answer.close()  # never awaited: close it so no warning leaks
@@ -237,13 +240,26 @@ class _SummaryCalls:
                 )
             summary = self._summary_message(plan, answer, counter)
         except Exception as exc:
-            self._report(transcript, answer, started, counter, exc)
+            self._report(shown, answer, started, counter, exc)
             return None, exc
-        self._report(transcript, answer, started, counter, None)
+        self._report(shown, answer, started, counter, None)
         return summary, None
 
-    async def _ask(self, transcript: str) -> Any:
-        summarizer = self.summarizer
+    def _summariser_for(self, plan: _Round) -> tuple[Callable[..., Any], str | list[Message]]:
+        """What is called for ``plan``'s stretch, and with what: a summariser that reads the
+        messages a block at a time (``summarize_messages``, as the extractive one does) is
+        given them, so the stretch is never rendered whole; any other gets the rendered
+        transcript."""
+        source = self._source(plan.replaced)
+        reads = getattr(self.summarizer, "summarize_messages", None)
+        if callable(reads) and not inspect.iscoroutinefunction(reads):
+            return reads, source
+        return self.summarizer, render_transcript(source)
+
+    async def _ask(self, summarizer: Callable[..., Any], shown: str | list[Message]) -> Any:
+        if summarizer is not self.summarizer:  # a block reader: sync, off the event loop
+            return await in_daemon_thread(summarizer, shown, self.instructions)
+        transcript = shown
         acall = getattr(summarizer, "acall", None)
         if acall is not None and inspect.iscoroutinefunction(acall):
             answer = await acall(transcript, self.instructions)
@@ -262,18 +278,19 @@ class _SummaryCalls:
     ) -> tuple[Message | None, BaseException | None]:
         if plan.region == LEDGER_REGION:
             return self._rewritten(plan, counter)
-        transcript = render_transcript(self._source(plan.replaced))
+        summarizer, shown = self._summariser_for(plan)
         started = time.monotonic()
         answer: Any = None
         try:
             if self.timeout is None:
-                answer = await self._ask(transcript)
+                answer = await self._ask(summarizer, shown)
             else:
                 what = f"summariser {self.summarizer_name}"
-                answer = await await_with_deadline(self._ask(transcript), self.timeout, what)
+                asked = self._ask(summarizer, shown)
+                answer = await await_with_deadline(asked, self.timeout, what)
             summary = self._summary_message(plan, answer, counter)
         except Exception as exc:
-            self._report(transcript, answer, started, counter, exc)
+            self._report(shown, answer, started, counter, exc)
             return None, exc
-        self._report(transcript, answer, started, counter, None)
+        self._report(shown, answer, started, counter, None)
         return summary, None

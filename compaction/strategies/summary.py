@@ -116,7 +116,9 @@ class Summary(_RoundPlanner, _SummaryCalls, Strategy):
         """
         - ``summarizer``: a callable ``(transcript, instructions) -> str`` (or awaitable);
           default [`ExtractiveSummarizer`][compaction.summarizers.extractive.ExtractiveSummarizer]
-          (offline, free).
+          (offline, free). One with a sync ``summarize_messages(messages, instructions)``
+          is given the stretch's messages instead, and must answer what it would for their
+          rendered transcript: the stretch is then never rendered whole.
         - ``keep_steps``: the newest steps of the current task that are never summarised (at
           least 1: the model has not acted on the newest tool output yet). The default, 1, is
           below [`SlidingWindow`][]'s 2 on purpose: as the terminal under a sliding window,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol, runtime_checkable
 
 from .._text import plural
@@ -30,6 +30,7 @@ __all__ = [
     "render_transcript",
     "stands_for",
     "summarizer_name",
+    "transcript_blocks",
     "user_prompt",
 ]
 
@@ -180,18 +181,36 @@ def render_transcript(messages: Iterable[Message]) -> str:
     (the tool's name taken from the call when the result does not carry it), and
     ``summary of N earlier messages`` / ``note on N earlier messages`` for compaction output
     (N: [`stands_for`][]).
-    A line of content that looks like a header is indented by one space, so only the labels
-    written here are headers.
+    A line of content that looks like a header is indented by one space, and a line break in
+    a label (a tool's name or call id) is a space, so only the labels written here are
+    headers.
     """
-    msgs = list(messages)
+    return "\n\n".join(f"{header(label)}\n{body}" for label, body in _rendered(messages))
+
+
+def transcript_blocks(messages: Iterable[Message]) -> Iterator[tuple[str, str]]:
+    """``(label, body)`` of each block of ``render_transcript(messages)``, as a reader of
+    that text finds them (the body without the line breaks around it), one at a time: a
+    summariser that reads blocks need not hold the rendered stretch whole (hundreds of
+    megabytes for a long session's stretch)."""
+    for label, body in _rendered(messages):
+        yield label, body.strip("\n")
+
+
+def _rendered(messages: Iterable[Message]) -> Iterator[tuple[str, str]]:
+    msgs = messages if isinstance(messages, Sequence) else list(messages)
     names = {call.id: call.name for m in msgs for call in m.tool_calls}
-    blocks: list[str] = []
     for m in msgs:
         # Every message gets its header, also an assistant message that is only tool calls:
         # one header per message is what lets a reader count them (and keeps two assistant
         # messages in a row from reading as one).
-        blocks.append(f"{header(_label(m, names))}\n{_body(m.content)}")
+        yield _one_line(_label(m, names)), _body(m.content)
         for call in m.tool_calls:
-            arguments = _body(_arguments(call.arguments))
-            blocks.append(f"{header(f'tool call: {call.name} ({call.id})')}\n{arguments}")
-    return "\n\n".join(blocks)
+            label = _one_line(f"tool call: {call.name} ({call.id})")
+            yield label, _body(_arguments(call.arguments))
+
+
+def _one_line(label: str) -> str:
+    # A name or id is the sender's text: a line break in it would start a line of its own,
+    # which could read as a header ("--- user ---") to a reader of the transcript.
+    return " ".join(label.splitlines()) if not label.isprintable() else label

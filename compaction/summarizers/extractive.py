@@ -23,6 +23,7 @@ import attrs
 
 from ..memory.facts import error_names
 from ..memory.words import statements
+from ..messages import Message
 
 # The identifier scans, and the patterns that define what they find (kept importable here).
 from ._scans import (  # noqa: F401
@@ -40,7 +41,7 @@ from ._scans import (  # noqa: F401
     _uuids,
     extract_paths,
 )
-from .base import SECTIONS, STAND_IN_LABEL
+from .base import SECTIONS, STAND_IN_LABEL, transcript_blocks
 
 __all__ = ["ExtractiveSummarizer", "extract_paths"]
 
@@ -158,15 +159,22 @@ class ExtractiveSummarizer:
 
     def __call__(self, transcript: str, instructions: str = "") -> str:
         """Summarise ``transcript`` (``instructions`` are for models; extraction ignores them)."""
-        return self._render(self._digest(transcript))
+        return self._render(self._digest(_blocks(transcript)))
+
+    def summarize_messages(self, messages: Iterable[Message], instructions: str = "") -> str:
+        """What ``self(render_transcript(messages))`` answers, read a block at a time
+        ([`transcript_blocks`][compaction.summarizers.base.transcript_blocks]): the
+        [`Summary`][compaction.strategies.summary.Summary] strategy calls this when it is
+        there, so a stretch of a long session is never rendered whole."""
+        return self._render(self._digest(transcript_blocks(messages)))
 
     # -- reading -----------------------------------------------------------------------------
 
-    def _digest(self, transcript: str) -> _Digest:
+    def _digest(self, blocks: Iterable[tuple[str, str]]) -> _Digest:
         d = _Digest()
         last_assistant = ""
         last_result = ""
-        for label, body in _blocks(transcript):
+        for label, body in blocks:
             stand_in = STAND_IN_LABEL.match(label)
             # The label says how many messages a summary or note stands for: counted as that
             # many, so this summary's count agrees with the header the Summary strategy writes.
