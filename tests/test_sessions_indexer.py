@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 import structlog
+from hypothesis import given
+from hypothesis import strategies as st
 
 from compaction.messages import Message, ToolCall
 from compaction.sessions import SessionStore
@@ -371,3 +373,32 @@ def test_an_append_does_not_wait_for_an_indexer_holding_the_session(postgres_url
         assert _indexed(postgres_url, "agent") == set()  # the clear took the index with it
     finally:
         store.close()
+
+
+@given(st.lists(st.sampled_from(["whole", "cut", "gone"]), max_size=30), st.integers(0, 5))
+def test_hidden_through_is_the_newest_message_not_shown_whole(fates: list[str], first: int) -> None:
+    """Against a plain reading of the rule: each message of the history kept whole, cut
+    (the same id, other text) or gone from the view; messages from ``later`` on count as
+    shown (the view was taken before them)."""
+    from datetime import datetime, timezone
+
+    from compaction.sessions.history import Entry, History
+    from compaction.sessions.searching import hidden_through
+
+    history = History()
+    history.reset(first_seq=first)
+    at = datetime.now(timezone.utc)
+    history.extend(
+        Entry(first + i, at, Message("user", f"message {i}", id=f"m{i}")) for i in range(len(fates))
+    )
+    view = []
+    for entry, fate in zip(history.entries, fates, strict=True):
+        if fate == "whole":
+            view.append(entry.message)
+        elif fate == "cut":
+            view.append(entry.message.replace(content="[cut]"))
+    hidden = [e.seq for e, fate in zip(history.entries, fates, strict=True) if fate != "whole"]
+    assert hidden_through(view, history) == (hidden[-1] if hidden else first - 1)
+    later = first + len(fates) // 2
+    before = [seq for seq in hidden if seq < later]
+    assert hidden_through(view, history, later) == (before[-1] if before else first - 1)

@@ -34,7 +34,7 @@ class Session(Protocol):
     _mutex: threading.RLock
     _search: SearchIndex | None
     _history: History
-    _hidden: tuple[str | None, int] | None
+    _stored_view: tuple[str | None, Sequence[Message], int] | None
 
     def _refresh(self) -> History: ...
 
@@ -83,9 +83,11 @@ def hidden_through(view: Sequence[Message], history: History, later: int | None 
     after the view was taken: the view shows them as they are) count as shown. A walk back
     from the newest message that stops at the first one hidden."""
     whole = _whole(view)
-    for entry in reversed(history.entries):
-        if (later is None or entry.seq < later) and _key(entry.message) not in whole:
-            return entry.seq
+    entries = history.entries
+    end = len(entries) if later is None else max(0, min(len(entries), later - history.first_seq))
+    for i in range(end - 1, -1, -1):
+        if _key(entries[i].message) not in whole:
+            return entries[i].seq
     return history.first_seq - 1
 
 
@@ -147,11 +149,11 @@ def update_index(session: Session) -> None:
 
 
 def _through(session: Session, history: History) -> int:
-    """How far ahead of a search to index: through the newest message the view hides (as
-    the Session recorded when it stored the view, else read from the stored view)."""
-    known = session._hidden
+    """How far ahead of a search to index: through the newest message the view hides (the
+    view this Session stored, else the stored one, read)."""
+    known = session._stored_view
     if known is not None and known[0] == history.epoch:
-        return known[1]
+        return hidden_through(known[1], history, known[2])
     return hidden_through(session.view(), history)
 
 

@@ -41,7 +41,7 @@ from .formatting import format_history
 from .history import Entry, History
 from .mapping import SessionMapping
 from .recall import RecallTool, SearchTool
-from .searching import hidden_through, search_session
+from .searching import search_session
 
 if TYPE_CHECKING:
     from .indexer import Indexer
@@ -71,9 +71,9 @@ class Session:
         self._mutex = threading.RLock()
         # The search index, opened on the first search (see search()).
         self._search: SearchIndex | None = None
-        # The generation and seq through which the view this Session stored hides messages:
-        # how far ahead of a search the index is brought (see searching.update_index).
-        self._hidden: tuple[str | None, int] | None = None
+        # The view this Session stored last, its generation and the seq it covers up to: how
+        # far ahead of a search the index is brought is read from it (searching.update_index).
+        self._stored_view: tuple[str | None, Sequence[Message], int] | None = None
         self.global_context = SessionMapping(self, "context", "global context")
         self.state = SessionMapping(self, "state", "state")
         self.metadata = SessionMapping(self, "metadata", "metadata")
@@ -302,7 +302,7 @@ class Session:
                 "messages": [encode_message(m) for m in view],
             }
             self.backend.put_view(self.name, body, oldest, expected)
-            self._hidden = (expected, hidden_through(view, history, through))
+            self._stored_view = (expected, view, through)
         if self._indexer is not None:
             self._indexer.submit(self)
 
