@@ -28,20 +28,19 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._atomic import write_atomic
-from .._log import log
 from ..memory.search import SearchHit, SearchIndex
-from ..memory.transcript import is_compaction_output, message_ref, provenance
 from ..messages import Message
 from . import lease
 from .archive import dump_archive
 from .backend import Backend, check_epoch
-from .codec import check_json, encode_message, format_ts, now, parse_ts
+from .codec import check_json, format_ts, now, parse_ts
 from .errors import SessionFormatError
 from .formatting import format_history
 from .history import Entry, History
 from .mapping import SessionMapping
 from .recall import RecallTool, SearchTool
 from .searching import search_session
+from .views import repaired, view_document
 
 if TYPE_CHECKING:
     from .indexer import Indexer
@@ -262,45 +261,7 @@ class Session:
             history = self._refresh()
             check_epoch(self.name, expected, history.epoch)
             expected = history.epoch
-            covered = -1
-            oldest: int | None = None
-            for i, item in enumerate(view):
-                record = provenance(item)
-                refs = list(record.get("replaces", ())) if record is not None else []
-                seqs = []
-                for ref in refs:
-                    entry = history.find(ref) if isinstance(ref, str) else None
-                    if entry is None:
-                        raise ValueError(
-                            f"view message {i} replaces {ref!r}, which is not in the history "
-                            f"of session {self.name!r}: storing this view would lose it"
-                        )
-                    seqs.append(entry.seq)
-                if not is_compaction_output(item):
-                    entry = history.find(message_ref(item))
-                    if entry is not None:
-                        seqs.append(entry.seq)
-                for seq in seqs:
-                    covered = max(covered, seq)
-                    oldest = seq if oldest is None else min(oldest, seq)
-            through = covered + 1 if covered >= 0 else history.next_seq
-            if based_on is None:
-                based_on = through
-            elif (
-                not isinstance(based_on, int)
-                or isinstance(based_on, bool)
-                or not through <= based_on <= history.next_seq
-            ):
-                raise ValueError(
-                    f"based_on={based_on!r} must be an int from {through} (the newest message "
-                    f"the view covers, plus one) to {history.next_seq} (the history's length)"
-                )
-            body = {
-                "updated": format_ts(now()),
-                "through_seq": through,
-                "based_on": based_on,
-                "messages": [encode_message(m) for m in view],
-            }
+            body, oldest, through = view_document(self.name, view, history, based_on)
             self.backend.put_view(self.name, body, oldest, expected)
             self._stored_view = (expected, view, through)
         if self._indexer is not None:
@@ -326,7 +287,7 @@ class Session:
             through = doc["through_seq"]
             later = tuple(e.message for e in entries if e.seq >= through)
             messages = tuple(doc["messages"]) + later
-        return _repaired(self.name, messages)
+        return repaired(self.name, messages)
 
     def recall(self, ref: str) -> Message | None:
         """The original message ``ref`` names (an id, or a ``sha1:`` fingerprint), or None
@@ -406,19 +367,3 @@ class Session:
     async def arecall(self, ref: str) -> Message | None:
         """[`recall`][] from async code (runs in a worker thread)."""
         return await asyncio.to_thread(self.recall, ref)
-
-
-def _repaired(name: str, messages: tuple[Message, ...]) -> tuple[Message, ...]:
-    from ..formats.repair import repair  # lazily: only the view needs it
-
-    fixed, repairs = repair(messages)
-    # Unanswered calls are what a crash leaves; a view stored on purpose is kept as given.
-    if not any(r.kind == "no_result" for r in repairs):
-        return messages
-    if repairs:
-        log.warning(
-            "session.view_repaired",
-            session=name,
-            repairs=[f"{r.kind} {r.call_id}" for r in repairs],
-        )
-    return fixed
