@@ -337,29 +337,27 @@ class Compactor(_ConversationView):
         started = time.monotonic()
         try:
             with offering(self.memory_tools):
-                result = pipeline.compact(
-                    plan.request,
-                    target=plan.target,
-                    limit=self._limit(plan),
-                    counter=self.counter,
-                    labels=plan.labels,
-                )
+                result = pipeline.compact(plan.request, **self._asked(plan))
         except Exception as exc:
             return self._failed(plan, exc, started)
         return self._taken(plan, result)
+
+    def _asked(self, plan: _Plan) -> dict[str, Any]:
+        """What a triggered run asks of the ladder for ``plan``: its target within the hard
+        limit, counted by this trigger's counter, labelled as the call is."""
+        return {
+            "target": plan.target,
+            "limit": self._limit(plan),
+            "counter": self.counter,
+            "labels": plan.labels,
+        }
 
     async def _arun(self, pipeline: CompactionPipeline, plan: _Plan) -> Sequence[Message]:
         """Async twin of ``_run`` (awaits summarisers that do I/O)."""
         started = time.monotonic()
         try:
             with offering(self.memory_tools):
-                result = await pipeline.acompact(
-                    plan.request,
-                    target=plan.target,
-                    limit=self._limit(plan),
-                    counter=self.counter,
-                    labels=plan.labels,
-                )
+                result = await pipeline.acompact(plan.request, **self._asked(plan))
         except Exception as exc:
             return self._failed(plan, exc, started)
         return self._taken(plan, result)
