@@ -12,13 +12,14 @@ from ..adapters.person import IsPerson, by_person, synthetic
 from ..messages import Message
 from ..trigger import Compactor
 from ._incremental import common_prefix
+from ._written import WrittenView, one_each
 from .langchain_messages import message_from_langchain, message_to_langchain
 
 
 class _Thread:
     """What the middleware remembers about one conversation."""
 
-    __slots__ = ("built", "by_id", "compactor", "converted", "is_person", "sources", "system")
+    __slots__ = ("by_id", "compactor", "converted", "is_person", "sources", "system", "written")
 
     def __init__(self, compactor: Compactor, is_person: IsPerson | None = None) -> None:
         self.compactor = compactor
@@ -35,24 +36,18 @@ class _Thread:
         # Our message -> the LangChain message it came from, to send unchanged messages back
         # out as the very objects the state holds.
         self.by_id: dict[int, BaseMessage] = {}
-        # Messages the ladder wrote or rewrote, as LangChain messages: built once, reused by
-        # every call that sends them again, dropped once no request holds them.
-        self.built: dict[int, tuple[Message, BaseMessage]] = {}
+        # The view last sent, as LangChain messages: a call between compactions writes only
+        # the steps appended since (the rest is the same list of objects as last time).
+        # Unchanged messages go out as the state's own objects, those the ladder wrote or
+        # rewrote are built once.
+        self.written = WrittenView(one_each(self._write))
+
+    def _write(self, m: Message) -> BaseMessage:
+        lc = self.by_id.get(id(m))
+        return lc if lc is not None else message_to_langchain(m)
 
     def to_langchain(self, sent: Sequence[Message]) -> list[BaseMessage]:
-        out = []
-        built: dict[int, tuple[Message, BaseMessage]] = {}
-        for m in sent:
-            lc = self.by_id.get(id(m))
-            if lc is None:
-                hit = self.built.get(id(m))
-                if hit is None or hit[0] is not m:
-                    hit = (m, message_to_langchain(m))
-                built[id(m)] = hit
-                lc = hit[1]
-            out.append(lc)
-        self.built = built
-        return out
+        return self.written.write(sent)
 
     def convert(self, system: BaseMessage | None, messages: Sequence[BaseMessage]) -> AppendLog:
         # The whole list is compared with what was converted (identity first, in C): a
@@ -79,8 +74,16 @@ class _Thread:
         same = self.converted.put_tail(base, new)
         for m in dropped[same:]:
             self.by_id.pop(id(m), None)
+        by_id, stale = self.by_id, False
         for m, lc in zip(self.converted[base:], messages[keep:], strict=True):
-            self.by_id[id(m)] = lc  # a kept conversion now stands for the current object
+            old_lc = by_id.get(id(m))
+            if old_lc is not lc:
+                # A kept conversion now stands for the current object; what was written for
+                # it last time is the previous object, so the next request is written afresh.
+                stale = stale or old_lc is not None
+                by_id[id(m)] = lc
+        if stale:
+            self.written.clear()
         return self.converted
 
     def _read(self, lc: BaseMessage, index: int) -> Message:
