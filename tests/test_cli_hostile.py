@@ -512,3 +512,32 @@ def test_hostile_corpus_forced_through_every_reader_never_exit_70(
         result = call(capsys, "count", str(src), "--counter", "approx", "--format", fmt)
         assert result.returncode in (0, 2), (fmt, result.stderr)
         assert "internal error" not in result.stderr, (fmt, result.stderr)
+
+
+def test_formats_opens_a_file_as_every_command_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `compaction formats FILE` says what a file is read as: it must not block on a FIFO,
+    # read a device for ever, or answer for whatever file a symlink points to.
+    import signal
+
+    inputs = _hostile_inputs(tmp_path)
+
+    def stuck(*_: object) -> None:
+        raise TimeoutError("a read blocked (a FIFO) or did not end (a device)")
+
+    previous = signal.signal(signal.SIGALRM, stuck)
+    try:
+        for kind, path in inputs.items():
+            signal.alarm(30)
+            result = call(capsys, "formats", str(path))
+            signal.alarm(0)
+            assert result.returncode == 2, (kind, result.stdout, result.stderr)
+            assert "Traceback" not in result.stderr and "internal error" not in result.stderr
+            line = result.stdout.strip()
+            assert line.startswith(f"error: {path}: "), (kind, line)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    good = call(capsys, "formats", str(tmp_path / "good.json"))
+    assert good.returncode == 0 and good.stdout.startswith(f"{tmp_path / 'good.json'}: ")

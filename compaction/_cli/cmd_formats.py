@@ -33,12 +33,25 @@ def _listing() -> list[dict[str, Any]]:
 
 
 def _detect(path: str) -> dict[str, Any]:
+    from .._reading import InputFileError, open_regular
     from ..formats import FormatError
-    from ..formats._stream import parse_path
+    from ..formats._stream import parse_stream
+    from ..formats.detect import unreadable
     from ..formats.registry import considered, detect
+    from .inputs import MAX_TRANSCRIPT_BYTES
 
+    # Opened as every command opens its input: a regular file, never through a symlink (a
+    # FIFO would block the command, a link would show what some other file holds).
     try:
-        doc = parse_path(path)
+        try:
+            with open_regular(path, MAX_TRANSCRIPT_BYTES, "transcript") as stream:
+                doc = parse_stream(stream, path, limit=MAX_TRANSCRIPT_BYTES)
+        except InputFileError as exc:
+            raise FormatError(path, exc.strerror or "cannot read the file") from None
+        except FormatError:
+            raise
+        except OSError as exc:
+            raise unreadable(path, exc) from None
     except FormatError as exc:
         return {"file": path, "format": None, "considered": [], "error": str(exc)}
     tried = considered(doc, path)
