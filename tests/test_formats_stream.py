@@ -128,3 +128,33 @@ def test_the_cli_still_refuses_links_and_fifos(tmp_path: Path) -> None:
         os.mkfifo(fifo)
         with pytest.raises(InputFileError, match="FIFO"):
             cli_load(fifo)
+
+
+def test_a_path_with_no_size_is_read_up_to_a_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A pipe (process substitution, a FIFO) is read whole, as a file would be; a device that
+    # never ends is refused once the bound is passed, not read until memory runs out.
+    import threading
+
+    from compaction.formats import _stream
+
+    chat = [{"role": "user", "content": "Fix the build."}, {"role": "assistant", "content": "ok"}]
+    fifo = tmp_path / "chat.json"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "w") as out:
+            json.dump(chat, out)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        loaded = load(fifo)
+    finally:
+        writer.join(timeout=10)
+    assert [m.content for m in loaded.messages] == ["Fix the build.", "ok"]
+
+    monkeypatch.setattr(_stream, "MAX_UNSIZED_BYTES", 1 << 20)
+    with pytest.raises(InputFileError, match="too big: more than 1 MiB"):
+        load("/dev/zero")

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Final
 
-from .._reading import InputFileError, grew
+from .._reading import MIB, InputFileError, grew, read_limited
 from .detect import (
     EXPECTED,
     Document,
@@ -42,6 +42,10 @@ from .errors import FormatError
 
 __all__ = ["parse_stream"]
 
+#: The most read from a path that is no regular file (a pipe, ``/dev/stdin``): it has no
+#: size to check up front, and a device such as ``/dev/zero`` never ends, so the read stops
+#: here (the command line's own bound on a transcript).
+MAX_UNSIZED_BYTES: Final = 512 * MIB
 _BOM: Final = b"\xef\xbb\xbf"
 _HEAD: Final = 65536
 _JSON_SPACE: Final = b" \t\n\r"
@@ -181,7 +185,8 @@ def _records(
 def parse_path(path: str | os.PathLike[str]) -> Document:
     """The file at ``path`` parsed (the library's [`load`][compaction.formats.load]): errors
     as [`read_text`][compaction.formats.detect.read_text] gives them. A file that is not a
-    regular one (a pipe) is read whole, as before."""
+    regular one (a pipe) is read whole, up to ``MAX_UNSIZED_BYTES`` (an
+    [`InputFileError`][compaction._reading.InputFileError] past it)."""
     try:
         stream = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
@@ -190,7 +195,8 @@ def parse_path(path: str | os.PathLike[str]) -> Document:
         try:
             seekable = stream.seekable() and os.path.isfile(path)
             if not seekable:
-                return parse_text(decode(stream.read(), path), str(path))
+                data = read_limited(stream, MAX_UNSIZED_BYTES, os.fspath(path))
+                return parse_text(decode(data, path), str(path))
             return parse_stream(stream, str(path))
         except OSError as exc:
             if isinstance(exc, InputFileError):
