@@ -420,6 +420,26 @@ def test_export_import_is_identical(store: SessionStore, tmp_path: Path) -> None
     assert other.list() == ["orig"]
 
 
+def test_import_reads_only_a_regular_file_named_directly(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    # An export is read whole into memory: a link (to /dev/zero, or anywhere someone else
+    # aimed it), a device or a FIFO is refused by name before a byte is read.
+    session = store.open("orig")
+    session.add_user("hello")
+    good = store.export("orig", tmp_path / "orig.json")
+    link = tmp_path / "link.json"
+    link.symlink_to(good)
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    for path, reason in ((link, "symlink"), (fifo, "FIFO"), (Path("/dev/zero"), "device")):
+        with pytest.raises(OSError, match=reason) as caught:
+            store.import_(path, "copy")
+        assert caught.value.filename == str(path)
+    assert store.list() == ["orig"]
+    assert store.import_(good, "copy").messages == session.messages
+
+
 def test_import_rejects_bad_files(store: SessionStore, tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import attrs
 
+from .._reading import MIB, read_regular
 from ..memory.transcript import provenance
 from .codec import (
     FORMAT_VERSION,
@@ -33,6 +34,9 @@ from .history import Entry
 __all__ = ["EXPORT_FORMAT", "Archive", "dump_archive", "read_archive"]
 
 EXPORT_FORMAT: Final = f"{PREFIX}.export"
+#: The largest export file read: an export is read whole into memory, so a file named by
+#: someone else (a link to ``/dev/zero``, a device, a huge file) must not be read unbounded.
+MAX_EXPORT_BYTES: Final = 512 * MIB
 _SECTIONS: Final = {"global_context": "context", "state": "state", "metadata": "metadata"}
 
 
@@ -84,7 +88,7 @@ def read_archive(path: Path, data: bytes | None = None) -> Archive:
     def fail(reason: str) -> SessionFormatError:
         return SessionFormatError(path, reason)
 
-    raw = path.read_bytes() if data is None else data
+    raw = read_regular(path, MAX_EXPORT_BYTES, "session export") if data is None else data
     doc = check_header(loads(raw, fail), EXPORT_FORMAT, fail)
     name = doc.get("name")
     if not isinstance(name, str):

@@ -221,7 +221,8 @@ class SessionStore:
         The new session is identical to the exported one, whichever store exported it:
         messages with their ids, sequence numbers and timestamps, global context, state,
         metadata and view. An existing session is never overwritten or merged into
-        (SessionExistsError).
+        (SessionExistsError). The file must be a regular one, named directly (a symlink, a
+        device or a FIFO is refused with an ``OSError`` naming it), of at most 512 MiB.
         """
         if isinstance(path, bytes):
             archive = read_archive(Path("<stdin>"), path)
