@@ -80,6 +80,7 @@ _MODULES: Final = (
     "gemini_cli",
     "markdown",
     "openhands",
+    "opencode",
 )
 
 _loaded: dict[str, Reader] = {}
