@@ -81,6 +81,7 @@ _MODULES: Final = (
     "markdown",
     "openhands",
     "opencode",
+    "goose",
 )
 
 _loaded: dict[str, Reader] = {}
