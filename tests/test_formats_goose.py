@@ -330,3 +330,15 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_clearly(data: st.DataObjec
         return
     assert problems(loaded.messages) == []
     assert any(m.content.strip() or m.tool_calls for m in loaded.messages)
+
+
+def test_the_docs_example_reads_as_described() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    section = page[page.index("### Goose (`goose`)") :]
+    example = section[section.index("```json\n") + 8 : section.index("```\n", 8)]
+    loaded = loads(example, name="session.jsonl")
+    assert [(m.role, m.content, m.tool_call_id) for m in loaded.messages] == [
+        ("user", PERSON, None),
+        ("assistant", "", None),
+        ("tool", "def greet(): pass", "c1"),
+    ]

@@ -327,3 +327,17 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_clearly(data: st.DataObjec
         return
     assert problems(loaded.messages) == []
     assert any(m.content.strip() or m.tool_calls for m in loaded.messages)
+
+
+def test_the_docs_example_reads_as_described() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    section = page[page.index("### OpenCode session export") :]
+    example = section[section.index("```json\n") + 8 : section.index("```\n", 8)]
+    loaded = loads(example, name="session.json")
+    assert [(m.role, m.tool_call_id) for m in loaded.messages] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "t1"),
+    ]
+    usage = loaded.messages[1].meta["recorded"]["usage"]
+    assert usage == {"cache_read": 9000, "cache_write": 300, "uncached": 12, "output": 40}
