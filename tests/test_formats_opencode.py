@@ -341,3 +341,12 @@ def test_the_docs_example_reads_as_described() -> None:
     ]
     usage = loaded.messages[1].meta["recorded"]["usage"]
     assert usage == {"cache_read": 9000, "cache_write": 300, "uncached": 12, "output": 40}
+
+
+def test_only_the_synthetic_flag_makes_text_opencodes() -> None:
+    # OpenCode wraps a queued message in a reminder only when it sends it; what it stores,
+    # unflagged, is what the person typed, whatever it starts with.
+    typed = "<system-reminder>is this tag handled?</system-reminder>"
+    doc = export(user("u", 0, text(typed)), assistant("a", 1, text("yes")))
+    first = loads(json.dumps(doc)).messages[0]
+    assert first.content == typed and is_person_written(first)

@@ -119,7 +119,9 @@ def _text(part: Mapping[str, Any]) -> str:
 
 
 def _is_synthetic_text(part: Mapping[str, Any]) -> bool:
-    return part.get("synthetic") is True or _text(part).lstrip().startswith("<system-reminder>")
+    # The flag is OpenCode's own word for what it wrote; text is not guessed at (a reminder
+    # OpenCode wraps around a queued message is added when it sends, never stored).
+    return part.get("synthetic") is True
 
 
 class _Reader:
