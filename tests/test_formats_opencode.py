@@ -292,6 +292,9 @@ def test_sniff_takes_no_plain_chat_or_other_object() -> None:
     assert loads(json.dumps(chat)).format != "opencode"
     with pytest.raises(FormatError):
         loads(json.dumps({"info": {"id": "x"}, "messages": []}), format="opencode")
+    empty = {"info": {"id": "ses_1", "title": "t", "directory": "/w"}, "messages": []}
+    with pytest.raises(FormatError, match="read as opencode: it yields no messages"):
+        loads(json.dumps(empty))
 
 
 _ODD = st.one_of(

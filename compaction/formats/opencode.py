@@ -84,8 +84,10 @@ def sniff_opencode(doc: Document, path: str = "") -> bool:
     info, messages = value.get("info"), value.get("messages")
     if not isinstance(info, Mapping) or not isinstance(info.get("id"), str):
         return False
-    if not isinstance(messages, list) or not messages:
+    if not isinstance(messages, list):
         return False
+    if not messages:  # an empty session still says it is one, to be refused as empty
+        return "directory" in info or "title" in info
     return all(_entry(m) for m in messages[:8])
 
 
