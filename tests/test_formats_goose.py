@@ -236,17 +236,20 @@ def test_older_result_shape_and_invalid_call(tmp_path: Path) -> None:
 
 def test_cli_counts_compacts_and_takes_format(jsonl: Path, exported: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    count, compact, forced = run_all(
+    count, compact, forced, replay = run_all(
         ["count", str(jsonl), "--json"],
         ["compact", str(exported), "--target", "60", "-o", str(out)],
         ["count", str(exported), "--format", "goose"],
+        ["replay", str(jsonl), "--window", "300", "--price", "claude-sonnet-4-5"],
     )
-    for result in (count, compact, forced):
+    for result in (count, compact, forced, replay):
         assert result.returncode == 0, result.stderr
     assert json.loads(count.stdout)["messages"] == len(EXPECTED)
     written = json.loads(out.read_text())
     assert written and all("role" in m for m in written)
+    assert problems(load(out, format="openai").messages) == []  # a valid request
     assert "goose" in forced.stdout
+    assert "time from the log for" in replay.stdout
 
 
 def test_truncated_and_garbage_lines_are_reported_repairs(jsonl: Path) -> None:

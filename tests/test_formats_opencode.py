@@ -246,17 +246,20 @@ def test_one_step_message_without_step_finish_uses_its_own_tokens() -> None:
 
 def test_cli_counts_compacts_and_takes_format(path: Path, tmp_path: Path) -> None:
     out = tmp_path / "out.json"
-    count, compact, forced = run_all(
+    count, compact, forced, replay = run_all(
         ["count", str(path), "--json"],
         ["compact", str(path), "--target", "60", "-o", str(out)],
         ["count", str(path), "--format", "opencode"],
+        ["replay", str(path), "--window", "300", "--price", "claude-sonnet-4-5"],
     )
-    for result in (count, compact, forced):
+    for result in (count, compact, forced, replay):
         assert result.returncode == 0, result.stderr
     assert json.loads(count.stdout)["messages"] == 11
     written = json.loads(out.read_text())
     assert written and all("role" in m for m in written)
+    assert problems(load(out, format="openai").messages) == []  # a valid request
     assert "opencode" in forced.stdout
+    assert "time from the log for" in replay.stdout
 
 
 def _write(tmp_path: Path, text_: str) -> Path:
