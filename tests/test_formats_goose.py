@@ -298,6 +298,13 @@ def test_sniff_takes_no_plain_chat() -> None:
     assert loads(json.dumps(chat)).format != "goose"
     lines = "\n".join(json.dumps(m) for m in chat)
     assert loads(lines, name="x.jsonl").format != "goose"
+    # Anthropic content with a timestamp is still not Goose's ("thinking" is both's).
+    thought = {"type": "thinking", "thinking": "hm", "signature": "s"}
+    anthropic = [
+        {**chat[0], "created": T0},
+        {"role": "assistant", "created": T0, "content": [thought, text("hi")]},
+    ]
+    assert loads("\n".join(json.dumps(m) for m in anthropic), name="x.jsonl").format != "goose"
     with pytest.raises(FormatError):
         loads(
             json.dumps({"id": "x", "working_dir": "/w", "message_count": 0, "conversation": None})

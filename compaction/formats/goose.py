@@ -72,11 +72,9 @@ _UI_ONLY: Final = frozenset(
         "contextLengthExceeded",
     }
 )
-#: Every content type Goose writes; a message record holding one of the camelCase ones is
-#: Goose's and no other format's.
-_GOOSE_ONLY: Final = frozenset(
-    {"toolRequest", "toolResponse", "redactedThinking", "thinking"} | _UI_ONLY
-)
+#: Content types only Goose writes (camelCase; ``thinking`` is Anthropic's too, so it is not
+#: one of them): a message record holding one is Goose's and no other format's.
+_GOOSE_ONLY: Final = frozenset({"toolRequest", "toolResponse", "redactedThinking"} | _UI_ONLY)
 #: How Goose's note after a compaction summary begins.
 CONTINUATION: Final = "Your context was compacted"
 #: The session fields kept in ``Loaded.extra["session"]``.
