@@ -163,6 +163,7 @@ EXPECTED = [
 
 
 def _check(path: Path, container: str) -> None:
+    header = {"session metadata": 1} if container == "jsonl" else {}
     loaded = load(path)
     assert loaded.format == "goose" == detect_format(path)
     assert loaded.container == container
@@ -185,7 +186,7 @@ def _check(path: Path, container: str) -> None:
     assert len(summary.meta["compaction"]["replaces"]) == 6
     assert note.meta[SYNTHETIC_KEY] is True
     assert [r.kind for r in loaded.repairs] == ["no_result"]
-    assert loaded.skipped["systemNotification content"] == 1
+    assert loaded.skipped == {"systemNotification content": 1, **header}
     assert loaded.messages[3].meta["goose"]["thinking"][0]["thinking"] == "write it"
     assert loaded.messages[1].meta["recorded"]["timestamp"].startswith("2025-06-15T")
     assert loaded.extra["session"]["total_tokens"] == 900

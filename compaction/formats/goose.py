@@ -226,6 +226,7 @@ class _Session:
         calls: list[ToolCall] = []
         answers: list[Message] = []
         kept: dict[str, list[Any]] = {}
+        counted = False
         for at, item in enumerate(msg["content"]):
             kind = item.get("type") if isinstance(item, Mapping) else None
             if not isinstance(item, Mapping) or not isinstance(kind, str):
@@ -246,6 +247,7 @@ class _Session:
                 kept.setdefault(kind, []).append(dict(item))
             else:
                 self.skipped[f"{kind} content"] += 1
+                counted = True
         source.update(kept)
         text = "\n".join(t for t in texts if t)
         if msg["role"] == "assistant":
@@ -254,7 +256,7 @@ class _Session:
         self.messages.extend(answers)
         if text.strip():
             self.user(text, source, seen_by_user)
-        elif not answers:
+        elif not answers and not counted:  # UI content was counted as what it is
             self.skipped["user message without text"] += 1
 
     def assistant(
