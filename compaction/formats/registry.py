@@ -80,6 +80,8 @@ _MODULES: Final = (
     "gemini_cli",
     "markdown",
     "openhands",
+    "opencode",
+    "goose",
 )
 
 _loaded: dict[str, Reader] = {}
