@@ -80,6 +80,8 @@ _MODULES: Final = (
     "gemini_cli",
     "markdown",
     "openhands",
+    "qwen_code",
+    "continue_dev",
 )
 
 _loaded: dict[str, Reader] = {}
