@@ -371,7 +371,7 @@ def _containers(value: Any) -> list[Any]:
     return found
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObject) -> None:
     session = extension_session()
@@ -386,7 +386,9 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObjec
             "mutated.json",
             format=data.draw(st.sampled_from([None, "continue"])),
         )
-    except FormatError:
+    except FormatError as exc:
+        # The reader's own clear error, not the registry's word for a reader that crashed.
+        assert "could not make sense of it" not in str(exc), exc
         return
     assert problems(loaded.messages) == []
     assert any(m.content.strip() or m.tool_calls for m in loaded.messages)

@@ -147,6 +147,19 @@ def test_the_task_is_the_persons_request_not_the_harness_text(tmp_path: Path) ->
     assert people == ["The date parser drops the timezone; find out why."]
 
 
+def test_a_reminder_inside_the_prompts_own_part_is_split_off_too(tmp_path: Path) -> None:
+    r = Recorder()
+    ide = "<system-reminder>The user has src/dates.py open.</system-reminder>"
+    hook = "<qwen:user-prompt-submit-context>\nbranch: main\n</qwen:user-prompt-submit-context>"
+    r.user(f"Use zoneinfo, not pytz.\n\n{ide}", hook)
+    r.model({"text": "Switching to zoneinfo."})
+    loaded = load(r.write(tmp_path))
+    harness, said, _ = loaded.messages
+    assert said.content == "Use zoneinfo, not pytz." and is_person_written(said)
+    assert harness.content == f"{ide}\n{hook}" and is_synthetic(harness)
+    assert harness.id != said.id
+
+
 def test_recorded_usage_model_and_time(tmp_path: Path) -> None:
     reply = load(session().write(tmp_path)).messages[2]
     got = reply.meta[RECORDED_KEY]
@@ -300,6 +313,35 @@ def test_a_truncated_last_line_and_a_line_that_is_not_json_are_skipped_and_repor
     assert count.returncode == 0 and "repaired while reading" in count.stderr
 
 
+def test_a_record_cut_in_the_middle_loses_only_itself(tmp_path: Path) -> None:
+    """The next record names it as parent; the walk back bridges the gap, as Qwen Code does,
+    rather than losing everything before it. A rewound branch is still never read."""
+    r = session()
+    r.user("Then check the README.")
+    r.model({"text": "The README is fine."})
+    r.system("rewind", {"truncatedCount": 1}, parentUuid=r.rows[-2]["uuid"])
+    r.user("Check CHANGELOG.md instead.")
+    lines = [json.dumps(row) for row in r.rows]
+    lines[3] = lines[3][:50]  # the tool result, cut by a crash mid-write
+    path = tmp_path / "gap.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    loaded = load(path)
+    texts = [m.content for m in loaded.messages if m.role != "tool"]
+    assert texts == [
+        "<system-reminder>Plan mode is active. Do not edit files.</system-reminder>",
+        "The date parser drops the timezone; find out why.",
+        "Let me run the tests first.",
+        "Then check the README.",
+        "Check CHANGELOG.md instead.",
+    ]
+    # With the first call's result lost, the next reply only adds a call: one turn again.
+    assert [c.id for c in loaded.messages[2].tool_calls] == ["call_1", "call_2"]
+    assert loaded.skipped["parentUuid the file does not hold (bridged to the records before)"] == 1
+    assert loaded.skipped["record off the active chain (rewound)"] == 1
+    assert [r.line for r in loaded.repairs if r.kind == "skipped_line"] == [4]
+    validate(loaded.messages)
+
+
 @pytest.mark.parametrize(
     ("field", "value", "reason"),
     [
@@ -353,7 +395,7 @@ _ODD = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObject) -> None:
     rows = json.loads(json.dumps(session().rows))
@@ -369,7 +411,9 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObjec
         loaded = loads(
             text, "mutated.jsonl", format=data.draw(st.sampled_from([None, "qwen-code"]))
         )
-    except FormatError:
+    except FormatError as exc:
+        # The reader's own clear error, not the registry's word for a reader that crashed.
+        assert "could not make sense of it" not in str(exc), exc
         return
     assert problems(loaded.messages) == []
     assert any(m.content.strip() or m.tool_calls for m in loaded.messages)

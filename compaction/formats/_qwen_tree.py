@@ -34,13 +34,13 @@ _NOT_CONVERSATION: Final = frozenset(
         "managed_session_commit_v1",
     }
 )
-#: User records that are the person's words; any other subtype is the harness's.
 
 
 def is_record(value: Any) -> bool:
     return (
         isinstance(value, Mapping)
-        and value.get("type") in TYPES
+        and isinstance(value.get("type"), str)
+        and value["type"] in TYPES
         and isinstance(value.get("uuid"), str)
         and "parentUuid" in value
         and "sessionId" in value
@@ -66,9 +66,11 @@ def invalid(record: Any) -> str | None:
     parent = record.get("parentUuid")
     if parent is not None and not isinstance(parent, str):
         return "a Qwen Code record: 'parentUuid' is neither a string nor null"
-    if record.get("type") not in TYPES:
-        kind = record.get("type")
+    kind = record.get("type")
+    if not isinstance(kind, str) or kind not in TYPES:
         return f"a Qwen Code record: 'type' {kind!r} is not user, assistant, tool_result or system"
+    if not isinstance(record.get("subtype"), str | None):
+        return "a Qwen Code record: 'subtype' is not a string"
     message = record.get("message")
     if message is not None and (
         not isinstance(message, Mapping) or not isinstance(message.get("parts", []), list)
@@ -80,10 +82,11 @@ def invalid(record: Any) -> str | None:
 class Record:
     """One logical record: its fragments (records sharing a ``uuid``) joined."""
 
-    __slots__ = ("data", "line", "parts")
+    __slots__ = ("data", "line", "parts", "pos")
 
-    def __init__(self, line: int, data: Mapping[str, Any]) -> None:
+    def __init__(self, line: int, pos: int, data: Mapping[str, Any]) -> None:
         self.line = line
+        self.pos = pos  # its place among the file's logical records
         self.data: dict[str, Any] = dict(data)
         message = data.get("message")
         self.parts: list[Any] = list(message.get("parts") or []) if message else []
@@ -99,11 +102,63 @@ class Record:
                 self.data[key] = data[key]
 
 
+def _components(order: list[str], by_uuid: dict[str, Record]) -> dict[str, str]:
+    """Each record's connected part of the tree (linked through parents the file holds)."""
+    root = {u: u for u in order}
+
+    def find(x: str) -> str:
+        top = x
+        while root[top] != top:
+            top = root[top]
+        while root[x] != top:  # path compression keeps every lookup near constant
+            root[x], x = top, root[x]
+        return top
+
+    for u in order:
+        parent = by_uuid[u].data.get("parentUuid")
+        if parent in by_uuid and find(u) != find(parent):
+            root[find(u)] = find(parent)
+    return {u: find(u) for u in order}
+
+
+class _Walk:
+    """The walk back from the leaf, across gaps: a parent the file no longer holds (a lost
+    stretch, a line cut in the middle) is bridged, as Qwen does when it finds one, to the
+    latest earlier record of a part of the tree not yet walked, so one bad line never loses
+    everything before it. A rewound branch shares an ancestor with the walk, so it is never
+    taken for such a part. The scan only moves back through the file: linear time."""
+
+    def __init__(self, order: list[str], by_uuid: dict[str, Record]) -> None:
+        self.order = order
+        self.by_uuid = by_uuid
+        self.parts: dict[str, str] | None = None
+        self.walked: set[str] = set()
+        self.cursor = len(order)
+        self.gaps = 0
+
+    def bridge(self, child: Record, first: Record) -> str | None:
+        if child.data.get("subtype") == "rewind":
+            return None  # a rewind re-roots the chain on purpose: nothing was lost
+        if self.parts is None:
+            self.parts = _components(self.order, self.by_uuid)
+            self.walked.add(self.parts[first.data["uuid"]])
+        self.cursor = min(self.cursor, child.pos)
+        while self.cursor > 0:
+            self.cursor -= 1
+            uuid = self.order[self.cursor]
+            if self.parts[uuid] not in self.walked:
+                self.walked.add(self.parts[uuid])
+                self.gaps += 1
+                return uuid
+        return None
+
+
 def active_chain(doc: Document, path: str) -> tuple[list[Record], Counter[str], list[Repair]]:
     """The active chain, root first; what was skipped; the records that could not be read."""
     skipped: Counter[str] = Counter()
     bad: list[Repair] = []
     by_uuid: dict[str, Record] = {}
+    order: list[str] = []
     leaf: str | None = None
     for line, record in records(doc):
         reason = invalid(record)
@@ -117,17 +172,21 @@ def active_chain(doc: Document, path: str) -> tuple[list[Record], Counter[str], 
         if uuid in by_uuid:
             by_uuid[uuid].add(record)
         else:
-            by_uuid[uuid] = Record(line, record)
-        leaf = uuid
+            by_uuid[uuid] = Record(line, len(order), record)
+            order.append(uuid)
+        leaf = uuid  # the last record written, fragment or not, is where the walk starts
+    walk = _Walk(order, by_uuid)
     chain: list[Record] = []
     seen: set[str] = set()
-    while leaf is not None and leaf not in seen and leaf in by_uuid:
+    while leaf is not None and leaf not in seen:
         seen.add(leaf)
-        chain.append(by_uuid[leaf])
-        leaf = by_uuid[leaf].data.get("parentUuid")
-    if leaf is not None and leaf not in seen:
-        skipped["records before a parentUuid the file does not hold"] += len(by_uuid) - len(chain)
-    elif len(by_uuid) > len(chain):
+        rec = by_uuid[leaf]
+        chain.append(rec)
+        parent = rec.data.get("parentUuid")
+        leaf = parent if parent in by_uuid or parent is None else walk.bridge(rec, chain[0])
+    if walk.gaps:
+        skipped["parentUuid the file does not hold (bridged to the records before)"] += walk.gaps
+    if len(by_uuid) > len(chain):
         skipped["record off the active chain (rewound)"] += len(by_uuid) - len(chain)
     chain.reverse()
     return chain, skipped, bad

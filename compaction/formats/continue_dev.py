@@ -148,6 +148,22 @@ def _calls(item: Mapping[str, Any], where: str, path: str | Path) -> list[ToolCa
     return calls
 
 
+def _states(item: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The item's ``toolCallStates`` by the id of the call each is for."""
+    states = item.get("toolCallStates")
+    found: dict[str, Mapping[str, Any]] = {}
+    for state in states if isinstance(states, list) else ():
+        if not isinstance(state, Mapping):
+            continue
+        call = state.get("toolCall")
+        key = text_id(state.get("toolCallId"))
+        if key is None and isinstance(call, Mapping):
+            key = text_id(call.get("id"))
+        if key is not None:
+            found.setdefault(key, state)
+    return found
+
+
 def _output(state: Mapping[str, Any], name: str) -> str | None:
     """What Continue sends back for one call state (None: it has no result yet)."""
     output = state.get("output")
@@ -217,18 +233,13 @@ class _Reader:
             return
         self.messages.append(Message("assistant", text, tool_calls=calls, meta=meta))
         self.open = {c.id for c in calls}
-        states = item.get("toolCallStates")
-        by_id = {
-            s.get("toolCallId") or (s.get("toolCall") or {}).get("id"): s
-            for s in (states if isinstance(states, list) else ())
-            if isinstance(s, Mapping)
-        }
+        by_id = _states(item)
         for call in calls:
             state = by_id.get(call.id)
-            result = _output(state, call.name) if isinstance(state, Mapping) else None
-            if result is None:
+            result = _output(state, call.name) if state is not None else None
+            if state is None or result is None:
                 continue  # a tool item may answer it; if not, the repair makes it visible
-            status = state.get("status") if isinstance(state, Mapping) else None
+            status = state.get("status")
             meta = {SOURCE_KEY: {"item": where, "status": status}}
             self.messages.append(
                 Message("tool", result, tool_call_id=call.id, name=call.name, meta=meta)
@@ -270,7 +281,7 @@ class _Reader:
             if not _is_item(item):
                 raise FormatError(self.path, f"{where}: expected an object with a 'message'")
             role = item["message"].get("role")
-            if role not in _ROLES:
+            if not isinstance(role, str) or role not in _ROLES:
                 raise FormatError(
                     self.path,
                     f"{where}.message.role {role!r}: expected user, assistant, thinking, "

@@ -12,7 +12,9 @@ The conversation is rebuilt the way Qwen Code resumes a session:
 
 - the records form a tree: the active conversation is the chain of ``parentUuid`` links back
   from the last record. Records off that chain were rewound away (``/rewind`` re-roots the
-  chain), so they are skipped and counted; the chain stops at a parent the file no longer has;
+  chain), so they are skipped and counted. A parent the file no longer holds (a line cut in
+  the middle) is bridged to the records before it, as Qwen does, and counted
+  ([`compaction.formats._qwen_tree`][]);
 - several records with one ``uuid`` are fragments of one message: their parts are joined in
   order, the last ``usageMetadata`` and the first ``model`` kept;
 - ``assistant`` records are the model's turns: ``functionCall`` parts are its calls, ``thought``
@@ -24,10 +26,10 @@ The conversation is rebuilt the way Qwen Code resumes a session:
 - ``user`` records without a ``subtype`` are the person's prompts; a ``mid_turn_user_message``
   is the person's too (typed while tools ran: it goes after the results, as Qwen sends it).
   Every other user record was written by the harness (background ``notification``, ``cron``
-  prompt, ``goal_runtime`` nudge, another agent's message) and is marked synthetic, as are the
-  parts Qwen puts beside the person's words (``<system-reminder>``, hook context): those are
-  split off into a synthetic message of their own, so the person's message holds only what
-  they typed;
+  prompt, ``goal_runtime`` nudge, another agent's message) and is marked synthetic, as is what
+  Qwen puts beside the person's words (``<system-reminder>`` blocks, in parts of their own or
+  inside the prompt's part; the hook context part): it is split off into a synthetic message
+  of its own, so the person's message holds only what they typed;
 - ``system`` records never reach the model, except ``chat_compression``: Qwen's own
   compaction, whose ``compressedHistory`` (the summary turns, then a copy of the last turns
   it kept) replaced what the model saw. Its summary is kept where it happened, as a native
@@ -63,12 +65,28 @@ __all__ = ["FORMAT", "READERS", "read_qwen_code", "sniff_qwen_code"]
 FORMAT: Final = "qwen-code"
 
 _PERSON_SUBTYPES: Final = (None, "mid_turn_user_message")
-#: Text parts Qwen Code writes beside the person's words in a user record.
-_HARNESS_PREFIXES: Final = (
-    "<system-reminder>",
-    "<qwen:user-prompt-submit-context>",
-    "<task-notification>",
-)
+#: The hook context Qwen Code adds as the last part of a prompt.
+_HOOK_CONTEXT: Final = "<qwen:user-prompt-submit-context>"
+_OPEN, _CLOSE = "<system-reminder>", "</system-reminder>"
+
+
+def _reminders(text: str) -> tuple[str, list[str]]:
+    """``text`` without its ``<system-reminder>`` blocks, and the blocks. Qwen Code puts its
+    reminders (plan mode, subagents, recalled memory) in parts of their own before the prompt,
+    and the IDE's after the prompt in the same part. A block never closed is left in place;
+    each search starts where the last ended, so a hostile text costs one pass."""
+    kept: list[str] = []
+    blocks: list[str] = []
+    at = 0
+    while (start := text.find(_OPEN, at)) >= 0:
+        end = text.find(_CLOSE, start)
+        if end < 0:
+            break
+        kept.append(text[at:start])
+        blocks.append(text[start : end + len(_CLOSE)])
+        at = end + len(_CLOSE)
+    kept.append(text[at:])
+    return "".join(kept).strip() if blocks else text, blocks
 
 
 def sniff_qwen_code(doc: Document, path: str | Path = "") -> bool:
@@ -203,19 +221,25 @@ class _Reader:
             text = _text(part)
             if text is None:
                 (harness if synthetic else mine).append(_other(part))
-            elif synthetic or text.lstrip().startswith(_HARNESS_PREFIXES):
+            elif synthetic or text.lstrip().startswith(_HOOK_CONTEXT):
                 harness.append(text)
             else:
-                mine.append(text)
+                said, blocks = _reminders(text)
+                harness.extend(blocks)
+                mine.append(said)
         payload = rec.data.get("systemPayload")
         shown = payload.get("displayText") if isinstance(payload, Mapping) else None
         source = origin(rec, subtype=rec.data.get("subtype"), displayText=shown)
         if any(t.strip() for t in harness):
             meta = {SOURCE_KEY: source, SYNTHETIC_KEY: True}
-            self.emit(Message("user", "\n".join(harness), id=rec.data["uuid"], meta=meta))
+            uuid = rec.data["uuid"] if synthetic else f"{rec.data['uuid']}-harness"
+            self.emit(Message("user", "\n".join(harness), id=uuid, meta=meta))
         if any(t.strip() for t in mine):
             message = Message(
-                "user", "\n".join(mine), id=rec.data["uuid"], meta={SOURCE_KEY: source}
+                "user",
+                "\n".join(t for t in mine if t),
+                id=rec.data["uuid"],
+                meta={SOURCE_KEY: source},
             )
             if (
                 rec.data.get("subtype") == "mid_turn_user_message"
