@@ -245,6 +245,23 @@ def test_the_extensions_summary_is_kept_as_a_native_compaction(tmp_path: Path) -
     assert is_note(summary) and not is_person_written(summary)
 
 
+def test_a_summary_comes_after_its_items_results_and_a_stray_result_stays_visible(
+    tmp_path: Path,
+) -> None:
+    grep = tool_call("g", "grep_search", query="tzinfo")
+    summarized = assistant("Searching.", grep, states=[state(grep, "calling")])
+    summarized["conversationSummary"] = "Searched for tzinfo."
+    session = saved(
+        [user("Find tzinfo uses."), summarized, tool_item("g", "dates.py:3"), tool_item("zz", "?")]
+    )
+    loaded = load(write(tmp_path, session))
+    assert [m.role for m in loaded.messages] == ["user", "assistant", "tool", "user", "user"]
+    assert loaded.messages[2].content == "dates.py:3"
+    assert "'zz' this answers is not in the log" in loaded.messages[3].content
+    assert is_note(loaded.messages[4]) and loaded.messages[4].content == "Searched for tzinfo."
+    assert [(r.kind, r.call_id) for r in loaded.repairs] == [("orphan_result", "zz")]
+
+
 def test_the_clis_summary_item_is_the_compaction(tmp_path: Path) -> None:
     text = "Summary: the CLI was ported to click; tests remain."
     item = assistant(text)

@@ -191,7 +191,9 @@ class _Reader:
         self.skipped: Counter[str] = Counter()
         self.thinking: list[Any] = []
         self.open: set[str] = set()  # calls of the last assistant message still unanswered
+        self.answered: set[str] = set()  # calls already given a result
         self.since = 0
+        self.pending: tuple[Mapping[str, Any], str] | None = None  # a summary, after results
 
     def user(self, item: Mapping[str, Any], where: str) -> None:
         text = _text(item["message"].get("content"), f"{where}.message", self.path)
@@ -245,13 +247,16 @@ class _Reader:
                 Message("tool", result, tool_call_id=call.id, name=call.name, meta=meta)
             )
             self.open.discard(call.id)
+            self.answered.add(call.id)
 
     def tool(self, item: Mapping[str, Any], where: str) -> None:
-        cid = text_id(item["message"].get("toolCallId"))
-        if cid is None or cid not in self.open:
+        cid = text_id(item["message"].get("toolCallId")) or "unknown"
+        if cid in self.answered:
             self.skipped["tool item its call's state already answered"] += 1
             return
+        # Its call's result, or (no such call open) an orphan the repair keeps visible.
         self.open.discard(cid)
+        self.answered.add(cid)
         content = _text(item["message"].get("content"), f"{where}.message", self.path)
         self.messages.append(
             Message("tool", content, tool_call_id=cid, meta={SOURCE_KEY: {"item": where}})
@@ -287,8 +292,11 @@ class _Reader:
                     f"{where}.message.role {role!r}: expected user, assistant, thinking, "
                     "tool or system",
                 )
+            if role != "tool" and self.pending is not None:
+                self.summary(*self.pending)  # after the results of the item it is on
+                self.pending = None
             if role in ("user", "system"):
-                self.open = set()  # a tool item after these answers nothing
+                self.open = set()
             if role == "user":
                 self.user(item, where)
             elif role == "assistant":
@@ -301,7 +309,9 @@ class _Reader:
                 self.skipped["system item (Continue does not send it)"] += 1
             summary = item.get("conversationSummary")
             if isinstance(summary, str) and summary.strip():
-                self.summary(item, where)
+                self.pending = (item, where)
+        if self.pending is not None:
+            self.summary(*self.pending)
         if self.thinking:
             self.skipped["thinking item with no assistant turn after it"] += len(self.thinking)
 

@@ -266,6 +266,9 @@ class _Reader:
             kept += 1
         lead = history[: len(history) - kept]
         texts = [t for c in lead for p in _content(c)[1] or () if (t := _text(p))]
+        if not any(t.strip() for t in texts):
+            self.skipped["chat_compression with no summary text"] += 1
+            return
         info = payload.get("info")
         info = info if isinstance(info, Mapping) else {}
         details = {k: info[k] for k in ("originalTokenCount", "newTokenCount") if k in info}
