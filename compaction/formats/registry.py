@@ -82,6 +82,8 @@ _MODULES: Final = (
     "openhands",
     "opencode",
     "goose",
+    "qwen_code",
+    "continue_dev",
 )
 
 _loaded: dict[str, Reader] = {}
