@@ -51,6 +51,21 @@ def test_bad_files_name_the_file_the_line_and_what_was_expected(name, line, says
         assert "expected" in str(err.value)
 
 
+@pytest.mark.parametrize("name", ["unknown_shape.json", "unknown_records.jsonl"])
+def test_a_file_of_no_known_format_names_every_format_in_one_readable_line(name):
+    # The error names each format tried and where their shapes are described; it stays
+    # short enough to read however many readers there are.
+    from compaction.formats.registry import readers
+
+    with pytest.raises(FormatError) as err:
+        load(fixture(name))
+    said = str(err.value)
+    assert "\n" not in said
+    assert all(r.name in said for r in readers())
+    assert "compaction formats --json" in said and "--format NAME" in said
+    assert len(said) < 200 + 20 * len(readers())
+
+
 def test_a_log_with_a_truncated_last_line_is_read_and_the_line_reported():
     # A Claude Code session killed mid-write: the whole file is not lost to its last line.
     loaded = load(fixture("truncated.jsonl"))

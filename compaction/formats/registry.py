@@ -173,14 +173,17 @@ def detect(doc: Document, path: str | Path) -> Reader:
     for reader in readers():
         if _sniffs(reader, doc, name):
             return reader
-    tried = "; ".join(f"{r.name} ({r.shape})" for r in readers() if r.text or not doc.is_text)
+    tried = ", ".join(r.name for r in readers() if r.text or not doc.is_text)
     line = doc.records[0][0] if doc.records is not None else None
     if not tried:
         raise FormatError(path, f"{_describe(doc)}; {EXPECTED}{_hint(name)}", line=line)
+    # The formats by name only: their shapes, one per reader, made an error line thousands of
+    # characters long; 'compaction formats --json' gives each shape to whoever needs it.
     raise FormatError(
         path,
         f"{_describe(doc)}; expected one of the formats considered: {tried}.{_hint(name)} "
-        "(--format NAME reads it as one of them)",
+        "('compaction formats --json' shows the shape of each; --format NAME reads it as one "
+        "of them)",
         line=line,
     )
 
