@@ -35,11 +35,26 @@ the environment's outputs in order. The shape is told from the records themselve
 - **Factory Droid** (``stream-json`` events or the session store): the first user text
   after Droid's ``<system-reminder>``; ``Execute``, ``Edit``/``Create``, ``ApplyPatch``;
   the ``tool_result`` values.
+- **OpenCode** (``opencode export``: ``{"info", "messages": [{"info", "parts"}]}``): the
+  first user message's text parts the person typed (not ``synthetic``, not ``ignored``);
+  ``tool`` parts (``bash``, ``edit``/``write``/``multiedit``, ``patch``/``apply_patch``);
+  their ``output`` or ``error``.
+- **Goose** (the JSONL session, ``goose session export``'s ``conversation``): the first user
+  text the person saw (not ``userVisible: false``); ``toolRequest`` items (``shell``,
+  ``text_editor``'s writing commands, ``write``/``edit``); the ``toolResponse`` content the
+  model was sent.
+- **Qwen Code** (``{"uuid", "parentUuid", "type", "message": {"parts"}}`` records): on the
+  chain back from the last record, the first ``user`` record with no ``subtype`` (without
+  reminders or hook context, not a slash command Qwen handled); ``run_shell_command``,
+  ``write_file``/``edit``; the ``functionResponse`` results.
+- **Continue** (``{"sessionId", "workspaceDirectory", "history"}``): the first user item's
+  ``content`` (never its ``contextItems``); ``toolCalls`` (``run_terminal_command``/``Bash``,
+  the file-writing tools); the call states' output, and ``tool`` items no state answered.
 
 In every format an edit whose result reports failure changed nothing. What counts as a shell
 edit is in [`compaction.check.edits`][]. A file of no shape above, or with no message a person
 typed, is refused with [`UnreadableLog`][compaction.check.logs.UnreadableLog] naming why;
-every reader is one pass over the file.
+every reader is one pass over the file (Qwen Code's two: its chain, then its records).
 """
 
 from __future__ import annotations
