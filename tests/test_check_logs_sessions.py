@@ -286,6 +286,15 @@ def test_continue_reads_the_typed_words_not_the_context_items(tmp_path: Path) ->
     )
 
 
+def test_continue_calls_without_ids_are_each_read(tmp_path: Path) -> None:
+    first = cont.tool_call("x", "run_terminal_command", command="make")
+    second = cont.tool_call("y", "Bash", command="echo ok > done.txt")
+    del first["id"], second["id"]
+    session = cont.saved([cont.user("build it"), cont.assistant("", first, second)])
+    _, _, actions, _ = _read(_json(tmp_path / "s.json", session))
+    assert actions == [("make", ()), ("echo ok > done.txt", ("done.txt",))]
+
+
 # --- through the command --------------------------------------------------------------------
 
 BIG = "\n".join(f"line {n}: value = compute(value, {n})" for n in range(150))

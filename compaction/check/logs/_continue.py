@@ -47,15 +47,16 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _action(call: Any) -> tuple[str, Action] | None:
-    """A tool call (``{"id", "function": {"name", "arguments"}}``) as an action, by its id."""
+def _action(call: Any, fallback: str) -> tuple[str, Action] | None:
+    """A tool call (``{"id", "function": {"name", "arguments"}}``) as an action, by its id
+    (``fallback`` for a call without one)."""
     if not isinstance(call, dict) or not isinstance(call.get("function"), dict):
         return None
     function = call["function"]
     name = function.get("name")
     name = name.removeprefix("builtin_") if isinstance(name, str) else None
     args = json_object(function.get("arguments"))
-    key = str(call.get("id"))
+    key = str(call["id"]) if isinstance(call.get("id"), str | int) else fallback
     if name in _SHELLS and isinstance(args.get("command"), str):
         return key, Action(args["command"], shell_edits(args["command"]))
     if name in _EDITORS:
@@ -101,7 +102,9 @@ def read_continue(data: dict[str, Any]) -> Log:
             states = [s for s in states if isinstance(s, dict)] if isinstance(states, list) else []
             calls = message.get("toolCalls")
             calls = calls if isinstance(calls, list) else []
-            for found in map(_action, [*calls, *(s.get("toolCall") for s in states)]):
+            listed = [*calls, *(s.get("toolCall") for s in states)]
+            for n, call in enumerate(listed):
+                found = _action(call, f"\0{at}-{n}")
                 if found is not None and found[0] not in seen:
                     seen.add(found[0])
                     uses.append(found)

@@ -126,7 +126,12 @@ def read_qwen(lines: list[dict[str, Any]]) -> Log:
     (``toolCallResult.status``, or ``response.error``) edited nothing; outputs are the
     ``functionResponse`` texts, in order. ``system`` records (Qwen's compaction among them)
     hold no action of the run."""
-    records = [r for r in lines if isinstance(r.get("uuid"), str) and r.get("type") in _TYPES]
+    # A line without the tree fields is one Qwen's own loader skips.
+    records = [
+        r
+        for r in lines
+        if isinstance(r.get("uuid"), str) and r.get("type") in _TYPES and "parentUuid" in r
+    ]
     on = _chain(records)
     said: list[tuple[str, str]] = []  # (uuid, words): slash commands are struck off later
     uses: list[tuple[str, Action]] = []
