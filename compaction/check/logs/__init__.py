@@ -35,11 +35,26 @@ the environment's outputs in order. The shape is told from the records themselve
 - **Factory Droid** (``stream-json`` events or the session store): the first user text
   after Droid's ``<system-reminder>``; ``Execute``, ``Edit``/``Create``, ``ApplyPatch``;
   the ``tool_result`` values.
+- **OpenCode** (``opencode export``: ``{"info", "messages": [{"info", "parts"}]}``): the
+  first user message's text parts the person typed (not ``synthetic``, not ``ignored``);
+  ``tool`` parts (``bash``, ``edit``/``write``/``multiedit``, ``patch``/``apply_patch``);
+  their ``output`` or ``error``.
+- **Goose** (the JSONL session, ``goose session export``'s ``conversation``): the first user
+  text the person saw (not ``userVisible: false``); ``toolRequest`` items (``shell``,
+  ``text_editor``'s writing commands, ``write``/``edit``); the ``toolResponse`` content the
+  model was sent.
+- **Qwen Code** (``{"uuid", "parentUuid", "type", "message": {"parts"}}`` records): on the
+  chain back from the last record, the first ``user`` record with no ``subtype`` (without
+  reminders or hook context, not a slash command Qwen handled); ``run_shell_command``,
+  ``write_file``/``edit``; the ``functionResponse`` results.
+- **Continue** (``{"sessionId", "workspaceDirectory", "history"}``): the first user item's
+  ``content`` (never its ``contextItems``); ``toolCalls`` (``run_terminal_command``/``Bash``,
+  the file-writing tools); the call states' output, and ``tool`` items no state answered.
 
 In every format an edit whose result reports failure changed nothing. What counts as a shell
 edit is in [`compaction.check.edits`][]. A file of no shape above, or with no message a person
 typed, is refused with [`UnreadableLog`][compaction.check.logs.UnreadableLog] naming why;
-every reader is one pass over the file.
+every reader is one pass over the file (Qwen Code's two: its chain, then its records).
 """
 
 from __future__ import annotations
@@ -53,8 +68,12 @@ from typing import Any, Final
 from ._base import Action, Log, Refused, UnreadableLog, records
 from ._claude import is_cline, read_claude, read_cline, read_cursor, read_droid
 from ._codex import CODEX_TYPES, read_codex
+from ._continue import is_continue, read_continue
 from ._events import is_copilot_record, openhands_events, read_copilot, read_openhands
 from ._gemini import is_gemini_record, read_gemini, replay_gemini
+from ._goose import is_goose_record, read_goose
+from ._opencode import is_opencode, read_opencode
+from ._qwen import is_qwen_record, read_qwen
 from ._swe import is_mini_message, read_mini, read_swe
 
 __all__ = ["FORMATS", "Action", "Log", "UnreadableLog", "read_log"]
@@ -71,6 +90,10 @@ FORMATS: Final = (
     "openhands",
     "cursor",
     "factory-droid",
+    "opencode",
+    "goose",
+    "qwen-code",
+    "continue",
 )
 _UNKNOWN: Final = "not a log of a format this reader knows (" + ", ".join(FORMATS) + ")"
 _DROID_TYPES: Final = frozenset({"message", "tool_call", "tool_result", "completion"})
@@ -110,6 +133,14 @@ def _read(path: Path) -> Log:
 def _document(data: Any) -> Log:
     """A whole-file JSON log."""
     if isinstance(data, dict):
+        # The four below each say what they are (their session fields) before the generic
+        # ``history`` / ``messages`` shapes would take them.
+        if is_opencode(data):
+            return read_opencode(data)
+        if is_continue(data):
+            return read_continue(data)
+        if isinstance(data.get("conversation"), list):  # ``goose session export``
+            return read_goose(data["conversation"])
         if isinstance(data.get("history"), list):
             # SWE-agent's history is chat messages (with ``role``); OpenHands' is events.
             events = openhands_events(data["history"])
@@ -141,6 +172,10 @@ def _kind(record: dict[str, Any]) -> str | None:
     kind = record.get("type")
     if kind in CODEX_TYPES and isinstance(record.get("payload"), dict):
         return "codex"
+    if is_qwen_record(record):  # before Claude Code, whose records share the tree fields
+        return "qwen-code"
+    if is_goose_record(record):
+        return "goose"
     if is_copilot_record(record):
         return "copilot-cli"
     if is_gemini_record(record):
@@ -172,4 +207,9 @@ def _jsonl(lines: list[dict[str, Any]]) -> Log:
         return read_droid(lines)
     if kind == "cursor":
         return read_cursor(lines)
+    if kind == "qwen-code":
+        return read_qwen(lines)
+    if kind == "goose":
+        # The metadata line (the first) is the session's, not a message.
+        return read_goose([r for r in lines if not (is_goose_record(r) and "role" not in r)])
     return read_claude(lines)
