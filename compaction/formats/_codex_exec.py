@@ -224,8 +224,8 @@ class _Stream:
             stub = {"id": record["item_id"], "type": "plan", "text": ""}
             self.item(line, (self.run, record["item_id"]), stub).deltas.append(record["delta"])
         elif kind == "request_user_input":
-            data = {"id": record["call_id"], "type": "request_user_input"}
-            self.item(line, (self.run, f"\0{record['call_id']}"), {**data, **record})
+            data = {**record, "id": record["call_id"], "type": "request_user_input"}
+            self.item(line, (self.run, f"\0{record['call_id']}"), data)
         elif kind == "turn.started":
             self.start_turn(line, implicit=False)
         elif kind in _TURN_ENDS:
@@ -332,6 +332,9 @@ def _messages(stream: _Stream) -> list[Message]:
             text = entry.data["text"]
             if not text and entry.deltas:  # a plan the run never completed: its pieces
                 text = "".join(entry.deltas)
+            if not text.strip():
+                stream.skipped[f"{kind} item without text"] += 1
+                continue
             message = Message("assistant", text, meta={SOURCE_KEY: _source(entry, **more)})
             result = None
         elif kind in _CALLS or kind == "request_user_input":
