@@ -66,29 +66,27 @@ PROMPT_NOT_RECORDED: Final = (
 
 _ITEM_EVENTS: Final = frozenset({"item.started", "item.updated", "item.completed"})
 _TURN_ENDS: Final = frozenset({"turn.completed", "turn.failed"})
-_EVENTS: Final = frozenset(
-    {
-        "thread.started",
-        "turn.started",
-        *_TURN_ENDS,
-        *_ITEM_EVENTS,
-        "item.plan.delta",
-        "request_user_input",
-        "error",
-    }
-)
+_OTHER_EVENTS: Final = ("thread.started", "turn.started", "item.plan.delta", "request_user_input")
+_EVENTS: Final = frozenset({*_OTHER_EVENTS, *_TURN_ENDS, *_ITEM_EVENTS, "error"})
 _TEXTS: Final = frozenset({"agent_message", "plan"})
 _CALLS: Final = frozenset(
     {"command_execution", "mcp_tool_call", "file_change", "collab_tool_call", "web_search"}
 )
 #: The fields an item of each type must hold as text (the ones the reader reads as text).
 _TEXT_FIELDS: Final = {
-    "agent_message": ("text",),
-    "plan": ("text",),
-    "reasoning": ("text",),
+    **dict.fromkeys(("agent_message", "plan", "reasoning"), ("text",)),
     "command_execution": ("command",),
     "mcp_tool_call": ("server", "tool"),
 }
+#: The type each of these item fields must have when it is there at all.
+_FIELD_TYPES: Final = (
+    ("status", str),
+    ("aggregated_output", str),
+    ("exit_code", int),
+    ("result", Mapping),
+    ("error", Mapping),
+    ("changes", list),
+)
 
 
 def _item_problem(item: Any) -> str | None:
@@ -102,14 +100,7 @@ def _item_problem(item: Any) -> str | None:
     for field in _TEXT_FIELDS.get(kind, ()):
         if not isinstance(item.get(field), str):
             return f"'item.{field}' of a {kind} item is not text"
-    for field, types in (
-        ("status", str),
-        ("aggregated_output", str),
-        ("exit_code", int),
-        ("result", Mapping),
-        ("error", Mapping),
-        ("changes", list),
-    ):
+    for field, types in _FIELD_TYPES:
         value = item.get(field)
         if value is not None and (not isinstance(value, types) or isinstance(value, bool)):
             return f"'item.{field}' has the wrong type ({type(value).__name__})"
@@ -165,6 +156,14 @@ class _Turn:
     usage: dict[str, Any] | None = None
     error: str | None = None
     last: int | None = None  # index of its last assistant message
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"line": self.line, "status": self.status}
+        if self.usage is not None:
+            out["usage"] = _split(self.usage)
+        if self.error is not None:
+            out["error"] = self.error
+        return out
 
 
 @attrs.define(slots=True)
@@ -318,10 +317,8 @@ def _messages(stream: _Stream) -> list[Message]:
                 stream.skipped["reasoning with no later message in its turn"] += len(reasoning)
                 reasoning = []
             source = {"line": entry.line, "prompt": "not recorded", "implicit": entry.implicit}
-            marker = Message(
-                "user", PROMPT_NOT_RECORDED, meta={SOURCE_KEY: source, SYNTHETIC_KEY: True}
-            )
-            out.append(marker)
+            meta = {SOURCE_KEY: source, SYNTHETIC_KEY: True}
+            out.append(Message("user", PROMPT_NOT_RECORDED, meta=meta))
             continue
         kind = entry.data["type"]
         if kind == "reasoning":
@@ -390,15 +387,7 @@ def read_codex_exec(doc: Document, path: str | Path) -> Loaded:
         stream.add(line, record)
     messages = _messages(stream)
     loaded = done(messages, FORMAT, path, skipped=stream.skipped)
-    turns = [
-        {
-            "line": t.line,
-            "status": t.status,
-            **({"usage": _split(t.usage)} if t.usage is not None else {}),
-            **({"error": t.error} if t.error is not None else {}),
-        }
-        for t in stream.turns
-    ]
+    turns = [t.summary() for t in stream.turns]
     extra = {"threads": stream.threads, "turns": turns, "errors": stream.errors}
     extra = {k: v for k, v in extra.items() if v}
     repairs = (*stream.bad, *loaded.repairs)
