@@ -72,8 +72,9 @@ class Stream:
 
 
 def run() -> Stream:
-    """A short headless run: the prompt, a streamed reply with a call, its result, a second
-    call the run was killed in... no: a second reply with two calls, one answered."""
+    """A short headless run: the prompt, a streamed reply with a call and its result, then a
+    reply with two calls of which the run answered one (a display with no text) before it
+    ended."""
     s = Stream()
     s.init()
     s.user("Why does tests/test_dates.py fail?")
