@@ -35,6 +35,7 @@ from ..adapters import AdapterError
 from ..adapters.responses import from_responses
 from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message
+from ._codex_exec import READER as CODEX_EXEC
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
@@ -249,4 +250,5 @@ READERS = (
         output="openai",
         priority=20,
     ),
+    CODEX_EXEC,  # the `codex exec --json` stream: its own shape, read in its own module
 )

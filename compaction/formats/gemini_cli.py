@@ -32,6 +32,7 @@ from typing import Any, Final
 from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message, ToolCall
 from ._agent_log import args_text, as_text, count, done, head, iso_time, text_id
+from ._gemini_stream import READER as GEMINI_STREAM
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
@@ -363,4 +364,5 @@ READERS = (
         output="openai",
         priority=25,
     ),
+    GEMINI_STREAM,  # `gemini -p --output-format stream-json`: its own shape and module
 )

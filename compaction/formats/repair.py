@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from ..adapters.rekey import REKEYED_KEY, rekey
+from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message, ToolCall
 from .loaded import Repair
 
@@ -45,6 +46,8 @@ def orphan_note(result: Message) -> Message:
     meta = {k: v for k, v in result.meta.items() if k not in ("openai", "anthropic")}
     meta[REPAIR_KEY] = "orphan_result"
     meta["orphan_tool_call_id"] = result.tool_call_id
+    # A tool's output in the user role is still not the person's: never the task anchor.
+    meta[SYNTHETIC_KEY] = True
     return Message("user", text, meta=meta, id=result.id)
 
 
