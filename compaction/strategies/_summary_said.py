@@ -54,13 +54,25 @@ def said(message: Message) -> tuple[Statement, ...]:
     records (read once per message)."""
     found = _SAID_DATA.get(_ref(message))
     if found is None:
+        if _silent(message):
+            return ()
         found = _SAID[message] = tuple(_read_said(message))
     return found
+
+
+def _silent(message: Message) -> bool:
+    """Whether ``message`` can carry none of the person's statements, told at a glance: not
+    theirs (a user message) and no stand-in of ours (which has a provenance record). Most of
+    a long history is such (the agent's calls and their results): nothing is held for them,
+    which would cost more than telling it again."""
+    return message.role != "user" and provenance(message) is None
 
 
 def said_sized(message: Message, counter: TokenCounter) -> tuple[tuple[str, int], ...]:
     """Each statement of ``said(message)`` as ``(kind, what its text counts + 1)`` (its
     line), counted once per message and counter."""
+    if _silent(message):
+        return ()
     try:
         by_message = _SIZED.get(counter)
         if by_message is None:
