@@ -85,33 +85,50 @@ def _arguments(call: ToolCall) -> Any:
         return call.arguments
 
 
-#: Each call's ``_key`` and whether its arguments make it a view (``_views``), held while the
-#: call lives (keyed by value: an equal call reads the same). A loop runs this layer on the
-#: same view again and again, and every original result's call is read each time: its
-#: arguments are parsed once. What is held is small beside the call: the key's text is the
-#: call's own arguments when they are already written as the key writes them, and the parsed
-#: arguments are not kept. Only arguments up to ``_HELD_CHARS`` are held: a copy of a whole
-#: file's ``Write`` would double what the conversation holds, for a parse that is a small
-#: part of reading it.
-_READ: Final[weakref.WeakKeyDictionary[ToolCall, tuple[tuple[str, Any], bool]]] = (
+#: Each call's ``_key``, and whether its arguments make it a view (``_views``; None until a
+#: repeated call asks), held while the call lives (keyed by value: an equal call reads the
+#: same). A loop runs this layer on the same view again and again, and every original
+#: result's call is read each time: its arguments are parsed once. What is held is small
+#: beside the call: the key's text is the call's own arguments when they are already written
+#: as the key writes them, and the parsed arguments are not kept. Only arguments up to
+#: ``_HELD_CHARS`` are held: a copy of a whole file's ``Write`` would double what the
+#: conversation holds, for a parse that is a small part of reading it.
+_READ: Final[weakref.WeakKeyDictionary[ToolCall, tuple[tuple[str, Any], bool | None]]] = (
     weakref.WeakKeyDictionary()
 )
-_READ_DATA: Final[dict[weakref.ref[ToolCall], tuple[tuple[str, Any], bool]]] = _READ.data  # type: ignore[attr-defined]
+_READ_DATA: Final[dict[weakref.ref[ToolCall], tuple[tuple[str, Any], bool | None]]] = _READ.data  # type: ignore[attr-defined]
 
 
 _HELD_CHARS: Final = 4096
 
+#: ``json.dumps(value, sort_keys=True, ensure_ascii=False)``, without building an encoder for
+#: every call (most of what writing a short key costs).
+_sorted_json: Final = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 
-def _read(call: ToolCall) -> tuple[tuple[str, Any], bool]:
-    """``call``'s key (``_key``) and whether its arguments make it a view (``_views``), read
-    once while it lives."""
+
+def _read(call: ToolCall) -> tuple[str, Any]:
+    """``call``'s key (``_key``), read once while it lives."""
     found = _READ_DATA.get(weakref.ref(call))
-    if found is None:
-        args = _arguments(call)
-        found = (_key(call, args), _views(call, args))
-        if len(call.arguments) <= _HELD_CHARS:
-            _READ[call] = found
-    return found
+    if found is not None:
+        return found[0]
+    key = _key(call, _arguments(call))
+    if len(call.arguments) <= _HELD_CHARS:
+        _READ[call] = (key, None)
+    return key
+
+
+def _viewing(call: ToolCall) -> bool:
+    """Whether ``call``'s arguments make it a view (``_views``), read once while it lives:
+    asked only of a repeated call, so a shell line is parsed only then."""
+    if call.name not in _SHELLS and call.name != "str_replace_editor":
+        return False  # only a shell's line or an editor's command can make a call a view
+    found = _READ_DATA.get(weakref.ref(call))
+    if found is not None and found[1] is not None:
+        return found[1]
+    views = _views(call, _arguments(call))
+    if found is not None:
+        _READ[call] = (found[0], views)
+    return views
 
 
 def _key(call: ToolCall, args: Any) -> tuple[str, Any]:
@@ -132,12 +149,12 @@ def _key(call: ToolCall, args: Any) -> tuple[str, Any]:
                 read = json.loads(text)
             except (ValueError, RecursionError):
                 return call.name, text
-            if _strings(read) and json.dumps(read, sort_keys=True, ensure_ascii=False) == text:
+            if _strings(read) and _sorted_json(read) == text:
                 return _object_key(call, read)
         return call.name, text
     if _strings(args):
         return _object_key(call, args)
-    return call.name, json.dumps(args, sort_keys=True, ensure_ascii=False)
+    return call.name, _sorted_json(args)
 
 
 def _object_key(call: ToolCall, args: dict[str, str]) -> tuple[str, Any]:
@@ -147,7 +164,7 @@ def _object_key(call: ToolCall, args: dict[str, str]) -> tuple[str, Any]:
     equal objects always get the same kind of key, and a text never equals a tuple."""
     if sum(len(k) + len(v) for k, v in args.items()) > _HELD_CHARS:
         return call.name, tuple(sorted(args.items()))
-    text = json.dumps(args, sort_keys=True, ensure_ascii=False)
+    text = _sorted_json(args)
     return call.name, call.arguments if text == call.arguments else text
 
 
@@ -247,10 +264,10 @@ class Dedupe(Strategy):
             made = calls.get(m.tool_call_id or "") if m.role == "tool" else None
             if made is None or provenance(m) is not None or _has_media(m):
                 continue
-            key, views = _read(made)
+            key = _read(made)
             later = newest.get(key)
             if later is not None and not is_pinned(m):
-                read = made.name in self.read_tools or views
+                read = made.name in self.read_tools or _viewing(made)
                 if read or later[1] == m.content:
                     found.append((i, later[0], read))
                     continue  # the newer copy stays the one pointed to
