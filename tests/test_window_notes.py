@@ -43,7 +43,14 @@ def _check(strategy: SlidingWindow, messages: list[Message], target: int, counte
     for p in _cuts(len(chunks)):
         alone = WindowNotes(strategy.name, transcript, chunks, target).note(p)
         assert shared.note(p) == alone, p
-    return len(chunks)
+    # Cuts that jump, as a rewrite's do: most chunks at once, more, then shorter ones (each
+    # folded on from the nearest cut written before it).
+    n = len(chunks)
+    jumping = WindowNotes(strategy.name, transcript, chunks, target)
+    for p in (n // 2, n, max(n - 1, 0), min(n // 2 + 1, n), min(1, n)):
+        alone = WindowNotes(strategy.name, transcript, chunks, target).note(p)
+        assert jumping.note(p) == alone, p
+    return n
 
 
 def _said() -> list[Message]:

@@ -52,15 +52,27 @@ _ref = weakref.ref
 def said(message: Message) -> tuple[Statement, ...]:
     """The person's statements ``message`` carries: its own, or the ledger a note of ours
     records (read once per message)."""
+    if _silent(message):
+        return ()
     found = _SAID_DATA.get(_ref(message))
     if found is None:
         found = _SAID[message] = tuple(_read_said(message))
     return found
 
 
+def _silent(message: Message) -> bool:
+    """Whether ``message`` can carry none of the person's statements, told at a glance: not
+    theirs (a user message) and no note or summary of ours. Most of a long history is such
+    (the agent's calls and their results, cleared or not): nothing is held for them, which
+    would cost more than telling it again."""
+    return message.role != "user" and not is_note(message)
+
+
 def said_sized(message: Message, counter: TokenCounter) -> tuple[tuple[str, int], ...]:
     """Each statement of ``said(message)`` as ``(kind, what its text counts + 1)`` (its
     line), counted once per message and counter."""
+    if _silent(message):
+        return ()
     try:
         by_message = _SIZED.get(counter)
         if by_message is None:

@@ -38,6 +38,27 @@ class Chunk:
         self.notes_only = True
 
 
+class _Unkept(dict[int, Ledger]):
+    """A cache that keeps nothing: ``Ledger.add_message`` reads the message through its own
+    ledger (as with a cache), which is dropped once folded in."""
+
+    def __setitem__(self, key: int, value: Ledger) -> None:
+        pass
+
+
+def _copy(ledger: Ledger) -> Ledger:
+    """A ledger that folds on as ``ledger`` would, apart from it: its containers copied (the
+    statements and facts in them are not changed in place), and what it derives from them
+    (the index of its statements, the last answer of what is current) read again."""
+    out = Ledger.__new__(Ledger)
+    for name in Ledger.__slots__:
+        value = getattr(ledger, name)
+        setattr(out, name, value.copy() if isinstance(value, (list, dict, set)) else value)
+    out.sentences = None
+    out.current = None
+    return out
+
+
 class WindowNotes:
     """The notes of one rewrite, for growing cuts ``chunks[:p]`` (any ``p``, in any order;
     growing ones share their work)."""
@@ -61,6 +82,9 @@ class WindowNotes:
         )
         self._ledger = Ledger()
         self._upto = 0  # chunks folded into ``_ledger``
+        # The folded ledger as it stood at each ``_upto`` it was folded on from, for a
+        # shorter cut asked after a longer one (the last group kept in part).
+        self._marks: dict[int, Ledger] = {}
         # The ledger's cap is in characters and the target in the counter's units: read how
         # many characters this counter takes a unit on what may go (4 for a tokenizer, 1 for
         # a character budget), so the cap scales with the budget either way.
@@ -76,11 +100,21 @@ class WindowNotes:
         return replaced
 
     def _ledger_of(self, p: int, replaced: list[Message], gone: set[int]) -> Ledger:
-        if self._folds and p >= self._upto:
-            ledger = self._ledger
-            for message in self._replaced(self.chunks[self._upto : p]):
-                ledger.add_message(message, self.memo.facts)
-            self._upto = p
+        if self._folds:
+            # Each message is folded in once (through its own ledger, as ``ledger_of`` reads
+            # it), and its own ledger is not kept: the memo would hold one per message of the
+            # history (most of what the layer holds at its peak) for reads that never come.
+            if p >= self._upto:
+                ledger = self._ledger
+                if p > self._upto:
+                    self._marks[self._upto] = _copy(ledger)
+                start = self._upto
+                self._upto = p
+            else:
+                start = max(at for at in self._marks if at <= p)
+                ledger = _copy(self._marks[start])
+            for message in self._replaced(self.chunks[start:p]):
+                ledger.add_message(message, _Unkept())
             return ledger
         ledger = ledger_of(replaced, self.memo.facts)
         task = self.transcript.task

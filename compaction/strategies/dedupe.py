@@ -85,29 +85,50 @@ def _arguments(call: ToolCall) -> Any:
         return call.arguments
 
 
-#: Each call's arguments as read and its ``_key``, held while the call lives (keyed by
-#: value: an equal call reads the same). A loop runs this layer on the same view again and
-#: again, and every original result's call is read each time: its arguments are parsed once.
-#: Only arguments up to ``_HELD_CHARS`` are held: a copy of a whole file's ``Write`` would
-#: double what the conversation holds, for a parse that is a small part of reading it.
-_READ: Final[weakref.WeakKeyDictionary[ToolCall, tuple[Any, tuple[str, Any]]]] = (
+#: Each call's ``_key``, and whether its arguments make it a view (``_views``; None until a
+#: repeated call asks), held while the call lives (keyed by value: an equal call reads the
+#: same). A loop runs this layer on the same view again and again, and every original
+#: result's call is read each time: its arguments are parsed once. What is held is small
+#: beside the call: the key's text is the call's own arguments when they are already written
+#: as the key writes them, and the parsed arguments are not kept. Only arguments up to
+#: ``_HELD_CHARS`` are held: a copy of a whole file's ``Write`` would double what the
+#: conversation holds, for a parse that is a small part of reading it.
+_READ: Final[weakref.WeakKeyDictionary[ToolCall, tuple[tuple[str, Any], bool | None]]] = (
     weakref.WeakKeyDictionary()
 )
-_READ_DATA: Final[dict[weakref.ref[ToolCall], tuple[Any, tuple[str, Any]]]] = _READ.data  # type: ignore[attr-defined]
+_READ_DATA: Final[dict[weakref.ref[ToolCall], tuple[tuple[str, Any], bool | None]]] = _READ.data  # type: ignore[attr-defined]
 
 
 _HELD_CHARS: Final = 4096
 
+#: ``json.dumps(value, sort_keys=True, ensure_ascii=False)``, without building an encoder for
+#: every call (most of what writing a short key costs).
+_sorted_json: Final = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
 
-def _read(call: ToolCall) -> tuple[Any, tuple[str, Any]]:
-    """``call``'s arguments (``_arguments``) and its key (``_key``), read once while it lives."""
+
+def _read(call: ToolCall) -> tuple[str, Any]:
+    """``call``'s key (``_key``), read once while it lives."""
     found = _READ_DATA.get(weakref.ref(call))
-    if found is None:
-        args = _arguments(call)
-        found = (args, _key(call, args))
-        if len(call.arguments) <= _HELD_CHARS:
-            _READ[call] = found
-    return found
+    if found is not None:
+        return found[0]
+    key = _key(call, _arguments(call))
+    if len(call.arguments) <= _HELD_CHARS:
+        _READ[call] = (key, None)
+    return key
+
+
+def _viewing(call: ToolCall) -> bool:
+    """Whether ``call``'s arguments make it a view (``_views``), read once while it lives:
+    asked only of a repeated call, so a shell line is parsed only then."""
+    if call.name not in _SHELLS and call.name != "str_replace_editor":
+        return False  # only a shell's line or an editor's command can make a call a view
+    found = _READ_DATA.get(weakref.ref(call))
+    if found is not None and found[1] is not None:
+        return found[1]
+    views = _views(call, _arguments(call))
+    if found is not None:
+        _READ[call] = (found[0], views)
+    return views
 
 
 def _key(call: ToolCall, args: Any) -> tuple[str, Any]:
@@ -115,9 +136,10 @@ def _key(call: ToolCall, args: Any) -> tuple[str, Any]:
     ``_arguments`` read them), as JSON with sorted keys (the order a model writes them in does
     not change what runs).
 
-    Most arguments are an object of strings (a command, a path): those are compared by their
-    sorted items, which are equal exactly when that JSON is (a string's JSON names it alone),
-    without writing a whole file's ``Write`` out again as JSON for every result."""
+    Most arguments are an object of strings (a command, a path): those are compared by that
+    JSON when short (``_object_key``), and by their sorted items when long, which are equal
+    exactly when that JSON is (a string's JSON names it alone), without writing a whole
+    file's ``Write`` out again as JSON for every result."""
     if isinstance(args, str):
         text = args.strip()
         if text.startswith("{"):
@@ -127,12 +149,23 @@ def _key(call: ToolCall, args: Any) -> tuple[str, Any]:
                 read = json.loads(text)
             except (ValueError, RecursionError):
                 return call.name, text
-            if _strings(read) and json.dumps(read, sort_keys=True, ensure_ascii=False) == text:
-                return call.name, tuple(sorted(read.items()))
+            if _strings(read) and _sorted_json(read) == text:
+                return _object_key(call, read)
         return call.name, text
     if _strings(args):
+        return _object_key(call, args)
+    return call.name, _sorted_json(args)
+
+
+def _object_key(call: ToolCall, args: dict[str, str]) -> tuple[str, Any]:
+    """The key of an object of strings: its JSON with sorted keys while its keys and values
+    are short together (the text is the call's own arguments when they are written so: held
+    at no cost), else its sorted items. Which of the two depends on the object alone, so
+    equal objects always get the same kind of key, and a text never equals a tuple."""
+    if sum(len(k) + len(v) for k, v in args.items()) > _HELD_CHARS:
         return call.name, tuple(sorted(args.items()))
-    return call.name, json.dumps(args, sort_keys=True, ensure_ascii=False)
+    text = _sorted_json(args)
+    return call.name, call.arguments if text == call.arguments else text
 
 
 def _strings(args: Any) -> bool:
@@ -166,10 +199,9 @@ def _is_view(command: str) -> bool:
     return not start
 
 
-def _is_read(call: ToolCall, read_tools: frozenset[str], args: Any) -> bool:
-    """Whether ``call`` (its arguments ``args`` as ``_arguments`` read them) only reads."""
-    if call.name in read_tools:
-        return True
+def _views(call: ToolCall, args: Any) -> bool:
+    """Whether ``call``'s arguments (``args``, as ``_arguments`` read them) make it a read
+    whatever the read tools: a shell line that only shows files, an editor's ``view``."""
     if not isinstance(args, Mapping):
         return call.name in _SHELLS and isinstance(args, str) and _is_view(args)
     if call.name == "str_replace_editor":
@@ -232,11 +264,10 @@ class Dedupe(Strategy):
             made = calls.get(m.tool_call_id or "") if m.role == "tool" else None
             if made is None or provenance(m) is not None or _has_media(m):
                 continue
-            args, key = _read(made)
+            key = _read(made)
             later = newest.get(key)
-            # Whether the call reads (a shell line parsed) is asked only of a repeated call.
             if later is not None and not is_pinned(m):
-                read = _is_read(made, self.read_tools, args)
+                read = made.name in self.read_tools or _viewing(made)
                 if read or later[1] == m.content:
                     found.append((i, later[0], read))
                     continue  # the newer copy stays the one pointed to
