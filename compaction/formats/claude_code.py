@@ -28,10 +28,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import attrs
+
 from ..adapters import AdapterError
 from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
 from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message
+from ._claude_stream import log_records, sniff_claude_stream
 from .detect import Document, is_claude_code_record
 from .errors import FormatError
 from .loaded import Loaded, Repair
@@ -40,7 +43,7 @@ from .registry import Reader
 from .repair import repair
 from .validate_loaded import finish
 
-__all__ = ["READERS", "read_claude_code"]
+__all__ = ["READERS", "read_claude_code", "read_claude_stream"]
 
 SOURCE_KEY: Final = "claude_code"
 
@@ -54,6 +57,7 @@ _KEEP_FIELDS: Final = (
     "sessionId",
     "isVisibleInTranscriptOnly",
     "sourceToolUseID",
+    "parent_tool_use_id",
 )
 
 
@@ -291,6 +295,23 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
     )
 
 
+def read_claude_stream(doc: Document, path: str | Path) -> Loaded:
+    """Claude Code's printed stream (``claude -p --output-format stream-json``) or the Agent
+    SDK's messages, read as the log records they are ([`compaction.formats._claude_stream`][]).
+
+    A sub-agent's records (``parent_tool_use_id`` set) are its own context: left out of the
+    main conversation as a log's sidechain is, counted as ``subagent``."""
+    chat, extra, odd = log_records(doc)
+    loaded = read_claude_code(Document(records=chat), path, format="claude-code-stream")
+    skipped = dict(loaded.skipped)
+    if "sidechain" in skipped:
+        skipped["subagent"] = skipped.pop("sidechain")
+    if odd:
+        skipped["not a record"] = odd
+    container = "jsonl" if doc.records is not None else "list"
+    return attrs.evolve(loaded, skipped=skipped, extra=extra, container=container)
+
+
 def _sniff(doc: Document, path: str) -> bool:
     if doc.records is not None:
         return is_claude_code_record(doc.records[0][1])
@@ -309,5 +330,15 @@ READERS = (
         read=read_claude_code,
         output="anthropic",
         priority=70,
+    ),
+    Reader(
+        name="claude-code-stream",
+        title="Claude Code headless stream (claude -p --output-format stream-json), Agent SDK",
+        shape='one {"type": "system|user|assistant|result", "session_id", "message", '
+        '"parent_tool_use_id", ...} event per line',
+        sniff=sniff_claude_stream,
+        read=read_claude_stream,
+        output="anthropic",
+        priority=30,
     ),
 )

@@ -72,11 +72,23 @@ def _store_record(value: Any) -> bool:
     )
 
 
+#: Record types Droid never writes but the other stream-json printers do (Claude Code's and
+#: Cursor's ``user``/``assistant``/``result``, Claude's ``stream_event``, Cursor's
+#: ``thinking``): their ``system`` init record has the ``session_id`` a Droid event has.
+_OTHER_STREAMS: Final = frozenset({"user", "assistant", "result", "stream_event", "thinking"})
+
+
 def sniff_factory_droid(doc: Document, path: str | Path = "") -> bool:
-    """Droid stream-json events (``type`` with ``session_id`` and top-level ``text`` or tool
-    fields), or a session store (opening with ``session_start``)."""
+    """A session store (opening with ``session_start``), or Droid stream-json events (``type``
+    with ``session_id`` and top-level ``text`` or tool fields). A ``system`` record alone
+    says nothing (every stream-json printer opens with one), so a stream is Droid's when it
+    holds one of Droid's other events and no record type Droid never writes."""
     first = head(doc)
-    return any(_store_record(r) or _stream_event(r) for r in first)
+    if any(_store_record(r) for r in first):
+        return True
+    if any(isinstance(r, Mapping) and r.get("type") in _OTHER_STREAMS for r in first):
+        return False
+    return any(_stream_event(r) and r.get("type") != "system" for r in first)
 
 
 def _source(record: Mapping[str, Any], **more: Any) -> dict[str, Any]:
