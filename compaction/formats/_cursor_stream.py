@@ -43,7 +43,7 @@ from ._agent_log import args_text, as_text, done, iso_time, records, result_text
 from ._stream_json import claude_event, cursor_event, stream_head
 from .detect import Document
 from .errors import FormatError
-from .loaded import Loaded
+from .loaded import Loaded, Repair
 from .logs import RECORDED_KEY, recorded
 from .registry import Reader
 
@@ -150,99 +150,135 @@ def _output(result: Any) -> str:
     return f"Error: {json.dumps(result, ensure_ascii=False)}"
 
 
+class _Reading:
+    """The stream read so far: replies, calls and their results, what is kept beside."""
+
+    def __init__(self, pieces: bool) -> None:
+        self.pieces = pieces
+        self.skipped: Counter[str] = Counter()
+        self.items: list[Message | _Turn] = []
+        self.owner: dict[str, _Turn] = {}
+        self.results: dict[str, Message] = {}
+        self.thinking: list[str] = []
+        self.turn: _Turn | None = None
+        self.extra: dict[str, Any] = {}
+        self.runs: list[dict[str, Any]] = []
+
+    def _open(self, line: int, model_call: str | None) -> _Turn:
+        self.turn = _Turn(line, {"line": line}, self.thinking)
+        self.turn.model_call = model_call
+        self.thinking = []
+        self.items.append(self.turn)
+        return self.turn
+
+    def event(self, line: int, record: Mapping[str, Any], path: str | Path) -> None:
+        kind = record.get("type")
+        if kind == "user":
+            text = _text(record, path, line)
+            self.items.append(Message("user", text, meta={SOURCE_KEY: {"line": line}}))
+            self.turn = None
+        elif kind == "assistant":
+            self._assistant(line, record, path)
+        elif kind == "tool_call":
+            self._tool_call(line, record, path)
+        elif kind == "thinking":
+            if isinstance(record.get("text"), str):
+                self.thinking.append(record["text"])
+            self.skipped["thinking"] += 1
+        elif kind == "system" and record.get("subtype") == "init" and "session" not in self.extra:
+            self.extra["session"] = {k: record[k] for k in _SESSION_FIELDS if k in record}
+            self.skipped["system"] += 1
+        elif kind == "result":
+            self.runs.append({k: v for k, v in record.items() if k not in ("type", "result")})
+            self.skipped["result"] += 1
+        else:
+            self.skipped[str(kind)] += 1
+
+    def _assistant(self, line: int, record: Mapping[str, Any], path: str | Path) -> None:
+        text = _text(record, path, line)
+        model_call = text_id(record.get("model_call_id"))
+        turn = self.turn
+        if self.pieces and not _is_piece(record):
+            self.skipped["assistant repeat"] += 1  # the pieces already read, printed whole
+            if turn is not None:
+                turn.model_call = turn.model_call or model_call
+                turn.time = iso_time(record.get("timestamp_ms")) or turn.time
+            return
+        if turn is None or turn.calls or not self.pieces:
+            turn = self._open(line, model_call)
+        turn.text += text
+        turn.time = iso_time(record.get("timestamp_ms")) or turn.time
+
+    def _tool_call(self, line: int, record: Mapping[str, Any], path: str | Path) -> None:
+        cid = text_id(record.get("call_id")) or f"cursor-stream-{line}"
+        name, args, result = _tool(record.get("tool_call"), path, line)
+        stage = record.get("subtype")
+        model_call = text_id(record.get("model_call_id"))
+        if stage == "started":
+            turn = self.turn
+            same = model_call is not None and turn is not None and model_call == turn.model_call
+            other = model_call and turn is not None and turn.model_call and not same
+            if turn is None or other or (turn.closed and not same):
+                turn = self._open(line, model_call)
+            turn.model_call = turn.model_call or model_call
+            turn.calls.append(ToolCall(cid, name, args_text(args)))
+            self.owner.setdefault(cid, turn)
+        elif stage == "completed":
+            source = {SOURCE_KEY: {"line": line}}
+            answer = Message("tool", _output(result), tool_call_id=cid, name=name, meta=source)
+            if cid in self.owner and cid not in self.results:
+                self.results[cid] = answer
+                self.owner[cid].closed = True
+            else:
+                self.items.append(answer)  # its start is not in the log: repaired as an orphan
+        else:
+            self.skipped[f"tool_call {stage}"] += 1
+
+    def messages(self) -> list[Message]:
+        out: list[Message] = []
+        for item in self.items:
+            if isinstance(item, Message):
+                out.append(item)
+                continue
+            out.append(item.message())
+            out.extend(
+                self.results[c.id]
+                for c in item.calls
+                if self.owner.get(c.id) is item and c.id in self.results
+            )
+        return out
+
+
 def read_cursor_stream(doc: Document, path: str | Path) -> Loaded:
-    """Read a Cursor CLI stream-json log (see the module docstring)."""
+    """Read a Cursor CLI stream-json log (see the module docstring). An event that cannot be
+    read (no ``message`` content, no tool in ``tool_call``) is skipped and reported as a
+    ``skipped_line`` repair, as a log's unreadable line is."""
     lines = records(doc)
     pieces = any(
         isinstance(r, Mapping) and r.get("type") == "assistant" and _is_piece(r) for _, r in lines
     )
-    skipped: Counter[str] = Counter()
-    items: list[Message | _Turn] = []
-    owner: dict[str, _Turn] = {}
-    results: dict[str, Message] = {}
-    thinking: list[str] = []
-    turn: _Turn | None = None
-    extra: dict[str, Any] = {}
-    done_runs: list[dict[str, Any]] = []
+    reading = _Reading(pieces)
+    bad: list[Repair] = []
     for line, record in lines:
         if not isinstance(record, Mapping):
-            skipped["not a record"] += 1
+            reading.skipped["not a record"] += 1
             continue
-        kind = record.get("type")
-        source: dict[str, Any] = {"line": line}
-        if kind == "user":
-            items.append(Message("user", _text(record, path, line), meta={SOURCE_KEY: source}))
-            turn = None
-        elif kind == "assistant":
-            text = _text(record, path, line)
-            model_call = text_id(record.get("model_call_id"))
-            if pieces and not _is_piece(record):
-                skipped["assistant repeat"] += 1  # the pieces already read, printed whole
-                if turn is not None:
-                    turn.model_call = turn.model_call or model_call
-                    turn.time = iso_time(record.get("timestamp_ms")) or turn.time
-                continue
-            if turn is None or turn.calls or not pieces:
-                turn = _Turn(line, source, thinking)
-                thinking = []
-                items.append(turn)
-            turn.model_call = turn.model_call or model_call
-            turn.text += text
-            turn.time = iso_time(record.get("timestamp_ms")) or turn.time
-        elif kind == "tool_call":
-            cid = text_id(record.get("call_id")) or f"cursor-stream-{line}"
-            name, args, result = _tool(record.get("tool_call"), path, line)
-            stage = record.get("subtype")
-            model_call = text_id(record.get("model_call_id"))
-            if stage == "started":
-                if (
-                    turn is None
-                    or turn.closed
-                    or (model_call and turn.model_call and model_call != turn.model_call)
-                ):
-                    turn = _Turn(line, source, thinking)
-                    thinking = []
-                    items.append(turn)
-                turn.model_call = turn.model_call or model_call
-                turn.calls.append(ToolCall(cid, name, args_text(args)))
-                owner.setdefault(cid, turn)
-            elif stage == "completed":
-                answer = Message(
-                    "tool", _output(result), tool_call_id=cid, name=name, meta={SOURCE_KEY: source}
-                )
-                if cid in owner and cid not in results:
-                    results[cid] = answer
-                    owner[cid].closed = True
-                else:
-                    items.append(answer)  # its start is not in the log: repaired as an orphan
-            else:
-                skipped[f"tool_call {stage}"] += 1
-        elif kind == "thinking":
-            if isinstance(record.get("text"), str):
-                thinking.append(record["text"])
-            skipped["thinking"] += 1
-        elif kind == "system" and record.get("subtype") == "init" and "session" not in extra:
-            extra["session"] = {k: record[k] for k in _SESSION_FIELDS if k in record}
-            skipped["system"] += 1
-        elif kind == "result":
-            done_runs.append({k: v for k, v in record.items() if k not in ("type", "result")})
-            skipped["result"] += 1
-        else:
-            skipped[str(kind)] += 1
-    messages: list[Message] = []
-    for item in items:
-        if isinstance(item, Message):
-            messages.append(item)
-            continue
-        messages.append(item.message())
-        messages.extend(
-            results[c.id] for c in item.calls if owner.get(c.id) is item and c.id in results
-        )
-    if done_runs:
-        extra["results"] = done_runs
+        try:
+            reading.event(line, record, path)
+        except FormatError as exc:
+            bad.append(Repair("skipped_line", "", -1, exc.reason, line=line))
+    if reading.runs:
+        reading.extra["results"] = reading.runs
     container = "jsonl" if doc.records is not None else "list"
-    loaded = done(messages, FORMAT, path, skipped=skipped, container=container, output="anthropic")
-    return attrs.evolve(loaded, extra=extra)
+    loaded = done(
+        reading.messages(),
+        FORMAT,
+        path,
+        skipped=reading.skipped,
+        container=container,
+        output="anthropic",
+    )
+    return attrs.evolve(loaded, extra=reading.extra, repairs=(*bad, *loaded.repairs))
 
 
 READERS = (
