@@ -34,11 +34,12 @@ _API_FIELDS: Final = ("id", "model", "usage", "stop_reason")
 
 
 def stream_head(doc: Document) -> list[Mapping[str, Any]] | None:
-    """The first records of ``doc`` when they look like a printed stream (objects with a text
-    ``type``, at least one with ``session_id``, none with a session log's fields); None when
+    """The first records of ``doc`` that have a text ``type``, when they look like a printed
+    stream (at least one with ``session_id``, none with a session log's fields); None when
     they do not."""
-    first = [r for r in head(doc) if isinstance(r, Mapping)]
-    if not first or not all(isinstance(r.get("type"), str) for r in first):
+    # A record of an odd shape among them (one corrupt line) does not decide for the rest.
+    first = [r for r in head(doc) if isinstance(r, Mapping) and isinstance(r.get("type"), str)]
+    if not first:
         return None
     if any(k in r for r in first for k in _LOG_FIELDS):
         return None

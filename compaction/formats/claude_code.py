@@ -126,6 +126,11 @@ class _Assistant:
             self.source["usage"] = usage  # the last line's usage is the message's
 
 
+def _text_id(value: Any) -> str | None:
+    """An id as text; None for anything else (a number or list is no id to keep)."""
+    return value if isinstance(value, str) and value else None
+
+
 def _malformed(record: Mapping[str, Any]) -> str | None:
     """What makes a user/assistant record unreadable (None when it is fine)."""
     message = record.get("message")
@@ -155,7 +160,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
     bad: list[Repair] = []
     for line, record in records:
         kind = record.get("type")
-        if kind not in _CHAT:
+        if not isinstance(kind, str) or kind not in _CHAT:  # a list is no type (nor hashable)
             skipped[str(kind)] += 1
             if kind == "system" and record.get("subtype") == "compact_boundary":
                 metadata = record.get("compactMetadata")
@@ -194,7 +199,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
     for line, record in chat:
         message = record["message"]
         if record["type"] == "assistant":
-            key = message.get("id") or record.get("uuid") or f"line-{line}"
+            key = _text_id(message.get("id")) or _text_id(record.get("uuid")) or f"line-{line}"
             target = assistants.get(key)
             if target is None:
                 target = assistants[key] = _Assistant(key, line, record)
@@ -203,14 +208,17 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
             for block in target.blocks:
                 if isinstance(block, Mapping) and block.get("type") == "tool_use":
                     use_id = block.get("id")
-                    if use_id is not None:  # no tool_result can name a missing id
+                    # No tool_result can name a missing id (an id that is no text is refused
+                    # when the message is built, with the block's own error).
+                    if isinstance(use_id, str):
                         claimed = owners.setdefault(use_id, [])
                         if target not in claimed:
                             claimed.append(target)
-                        names[use_id] = block.get("name")
+                        name = block.get("name")
+                        names[use_id] = name if isinstance(name, str) else None
             continue
         content = message.get("content")
-        uuid = record.get("uuid")
+        uuid = _text_id(record.get("uuid"))
         source = _source(record)
         if isinstance(content, str):
             items.append(
@@ -229,7 +237,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
                     result = tool_from_block(
                         block,
                         None,
-                        names.get(use_id) if use_id is not None else None,
+                        names.get(use_id) if isinstance(use_id, str) else None,
                         id=uuid,
                         meta={SOURCE_KEY: source},
                     )
