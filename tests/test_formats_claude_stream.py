@@ -479,3 +479,17 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObjec
         return
     assert problems(loaded.messages) == []
     assert any(m.content.strip() or m.tool_calls for m in loaded.messages)
+
+
+def test_the_docs_example_reads_as_described() -> None:
+    page = (ROOT / "docs" / "formats.md").read_text()
+    section = page[page.index("### Claude Code headless stream") :]
+    example = section[section.index("```json\n") + 8 : section.index("```\n", 8)]
+    loaded = loads(example, name="run.jsonl")
+    assert loaded.format == "claude-code-stream"
+    assert [(m.role, m.tool_call_id) for m in loaded.messages] == [
+        ("assistant", None),
+        ("tool", "toolu_1"),
+    ]
+    assert loaded.messages[0].tool_calls[0].name == "Bash"
+    assert loaded.extra["results"][0]["total_cost_usd"] == 0.012

@@ -399,3 +399,17 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObjec
         return
     assert problems(loaded.messages) == []
     assert any(m.content.strip() or m.tool_calls for m in loaded.messages)
+
+
+def test_the_docs_example_reads_as_described() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    section = page[page.index("### Cursor CLI stream") :]
+    example = section[section.index("```json\n") + 8 : section.index("```\n", 8)]
+    loaded = loads(example, name="run.jsonl")
+    assert loaded.format == "cursor-stream"
+    assert shape(loaded) == [
+        ("user", "Read README.md", []),
+        ("assistant", "Reading it.", ["t1"]),
+        ("tool", "# Project", []),
+    ]
+    assert loaded.messages[1].tool_calls[0].name == "Read"

@@ -4,9 +4,9 @@ Claude Agent SDK's message stream saved one message per line, as session-log rec
 The stream prints the records a session log holds, under other names: ``session_id`` for
 ``sessionId``, ``compact_metadata`` (``pre_tokens``) for ``compactMetadata`` (``preTokens``),
 ``isSynthetic`` for ``isMeta``, and a sub-agent's records carry the ``parent_tool_use_id`` of
-the ``Task`` call that started it where a log says ``isSidechain``. [`log_records`][] renames
+the ``Task`` call that started it where a log says ``isSidechain``. ``log_records`` renames
 them, so the stream is then read by the Claude Code log reader itself
-([`compaction.formats.claude_code`][]): one API message's lines merged by ``message.id``,
+(``compaction.formats.claude_code``): one API message's lines merged by ``message.id``,
 ``tool_result`` blocks paired with their ``tool_use``, a compaction summary kept as one, the
 usage and model of each API message kept where the priced replay reads them.
 

@@ -305,7 +305,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
 
 def read_claude_stream(doc: Document, path: str | Path) -> Loaded:
     """Claude Code's printed stream (``claude -p --output-format stream-json``) or the Agent
-    SDK's messages, read as the log records they are ([`compaction.formats._claude_stream`][]).
+    SDK's messages, read as the log records they are (``compaction.formats._claude_stream``).
 
     A sub-agent's records (``parent_tool_use_id`` set) are its own context: left out of the
     main conversation as a log's sidechain is, counted as ``subagent``."""

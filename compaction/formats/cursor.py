@@ -14,7 +14,7 @@ call (of that name, when it says), and a call the transcript never answers gets 
 skipped and counted. The transcript records no usage, model or time.
 
 The CLI's printed stream (``cursor-agent -p --output-format stream-json``) is another shape,
-read by the ``cursor-stream`` reader ([`compaction.formats._cursor_stream`][]).
+read by the ``cursor-stream`` reader (``compaction.formats._cursor_stream``).
 """
 
 from __future__ import annotations
