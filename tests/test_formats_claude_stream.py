@@ -328,6 +328,12 @@ def test_detection_takes_the_stream_and_no_longer_hands_it_to_factory_droid(
         row.pop("uuid")
         row.pop("parent_tool_use_id")
     assert detect_format(old.write(tmp_path, "old.jsonl")) == "claude-code-stream"
+    # Hooks print a system record each before the init record: the sniffer looks past them.
+    hooked = run_printed()
+    for i in range(12):
+        hook = {"type": "system", "subtype": "hook_response", "session_id": SESSION}
+        hooked.rows.insert(0, {**hook, "uuid": f"h{i}", "hook_name": f"SessionStart:{i}"})
+    assert detect_format(hooked.write(tmp_path, "hooked.jsonl")) == "claude-code-stream"
     # A session log (sessionId, parentUuid) is still Claude Code's log.
     log = {
         "type": "user",

@@ -22,23 +22,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ._agent_log import head
+from ._agent_log import SNIFF_RECORDS, records
 from .detect import Document
 
 __all__ = ["claude_event", "cursor_event", "stream_head"]
 
 #: Fields of a session log's records (Claude Code's, Qwen Code's), never of a printed stream.
 _LOG_FIELDS: Final = ("sessionId", "parentUuid", "leafUuid")
+#: How many records a sniffer reads at most, to pass the ``system`` records a stream opens with.
+_MAX_SCAN: Final = 64
 #: What an Anthropic API message holds besides ``role`` and ``content``.
 _API_FIELDS: Final = ("id", "model", "usage", "stop_reason")
 
 
 def stream_head(doc: Document) -> list[Mapping[str, Any]] | None:
-    """The first records of ``doc`` that have a text ``type``, when they look like a printed
-    stream (at least one with ``session_id``, none with a session log's fields); None when
-    they do not."""
-    # A record of an odd shape among them (one corrupt line) does not decide for the rest.
-    first = [r for r in head(doc) if isinstance(r, Mapping) and isinstance(r.get("type"), str)]
+    """The first records of ``doc`` that have a text ``type`` (up to ``SNIFF_RECORDS`` of
+    them besides ``system`` records), when they look like a printed stream (at least one with
+    ``session_id``, none with a session log's fields); None when they do not."""
+    first: list[Mapping[str, Any]] = []
+    others = 0
+    # Claude Code prints a ``system`` record per hook before its init record: they are passed
+    # (up to a bound), so the records that tell the printers apart are looked at.
+    for _, record in records(doc)[:_MAX_SCAN]:
+        # A record of an odd shape (one corrupt line) does not decide for the rest.
+        if not isinstance(record, Mapping) or not isinstance(record.get("type"), str):
+            continue
+        first.append(record)
+        others += record["type"] != "system"
+        if others >= SNIFF_RECORDS:
+            break
     if not first:
         return None
     if any(k in r for r in first for k in _LOG_FIELDS):
