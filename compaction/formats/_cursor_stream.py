@@ -74,11 +74,11 @@ def sniff_cursor_stream(doc: Document, path: str | Path = "") -> bool:
 class _Turn:
     """One model call's reply: its text, the calls it made, where it came from."""
 
-    __slots__ = ("calls", "closed", "line", "model_call", "source", "text", "thinking", "time")
+    __slots__ = ("calls", "closed", "line", "model_call", "parts", "source", "thinking", "time")
 
     def __init__(self, line: int, source: dict[str, Any], thinking: list[str]) -> None:
         self.line = line
-        self.text = ""
+        self.parts: list[str] = []  # joined once: a long reply can come in thousands of pieces
         self.calls: list[ToolCall] = []
         self.source = source
         self.thinking = thinking
@@ -92,7 +92,7 @@ class _Turn:
             source["thinking"] = "".join(self.thinking)
         return Message(
             "assistant",
-            self.text,
+            "".join(self.parts),
             tool_calls=tuple(self.calls),
             meta={SOURCE_KEY: source, RECORDED_KEY: recorded(timestamp=self.time)},
         )
@@ -206,7 +206,7 @@ class _Reading:
             return
         if turn is None or turn.calls or not self.pieces:
             turn = self._open(line, model_call)
-        turn.text += text
+        turn.parts.append(text)
         turn.time = iso_time(record.get("timestamp_ms")) or turn.time
 
     def _tool_call(self, line: int, record: Mapping[str, Any], path: str | Path) -> None:
