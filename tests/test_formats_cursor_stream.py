@@ -266,6 +266,12 @@ def test_detection_takes_the_stream_even_without_tools_and_leaves_droid_alone(
     ]
     (tmp_path / "droid.jsonl").write_text("".join(json.dumps(d) + "\n" for d in droid))
     assert detect_format(tmp_path / "droid.jsonl") == "factory-droid"
+    # One record whose type is no text does not hide the rest from either sniffer.
+    odd = {"type": ["system"], "session_id": "s"}
+    (tmp_path / "odd-droid.jsonl").write_text("".join(json.dumps(d) + "\n" for d in [odd, *droid]))
+    assert detect_format(tmp_path / "odd-droid.jsonl") == "factory-droid"
+    (tmp_path / "odd-cursor.jsonl").write_text(json.dumps(odd) + "\n" + path.read_text())
+    assert detect_format(tmp_path / "odd-cursor.jsonl") == "cursor-stream"
 
 
 # -- the command line ---------------------------------------------------------------------

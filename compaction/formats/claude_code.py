@@ -19,6 +19,10 @@ the rest (``progress``, ``file-history-snapshot``, ``system``, ``summary``,
 - A session killed mid-tool leaves calls unanswered: they get an explicit "no result
   recorded" result; a result whose call is not in the log is kept as a user message saying
   so. Both are reported in [`Loaded.repairs`][].
+
+What ``claude -p --output-format stream-json`` prints (and the Agent SDK's messages) is the
+same records under other names: the ``claude-code-stream`` reader renames them
+(``compaction.formats._claude_stream``) and reads them here.
 """
 
 from __future__ import annotations

@@ -51,10 +51,16 @@ _STREAM: Final = frozenset({"system", "message", "tool_call", "tool_result", "co
 _REMINDER_END: Final = "</system-reminder>"
 
 
+def _typed(value: Any) -> str | None:
+    """A record's ``type`` when it is text (a list there is no type, nor hashable)."""
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
 def _stream_event(value: Any) -> bool:
     return (
         isinstance(value, Mapping)
-        and value.get("type") in _STREAM
+        and _typed(value) in _STREAM
         and ("session_id" in value or "sessionId" in value)
         and "uuid" not in value
         and not isinstance(value.get("message"), Mapping)
@@ -86,7 +92,7 @@ def sniff_factory_droid(doc: Document, path: str | Path = "") -> bool:
     first = head(doc)
     if any(_store_record(r) for r in first):
         return True
-    if any(isinstance(r, Mapping) and r.get("type") in _OTHER_STREAMS for r in first):
+    if any(_typed(r) in _OTHER_STREAMS for r in first):
         return False
     return any(_stream_event(r) and r.get("type") != "system" for r in first)
 
