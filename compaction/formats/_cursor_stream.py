@@ -7,8 +7,8 @@ display name, the working directory), ``user`` (the prompt), ``assistant`` (text
 
 - A call is ``tool_call`` holding one ``<kind>ToolCall`` object (``readToolCall``,
   ``shellToolCall``, ``editToolCall``...) with its ``args``, or ``function`` (``name``,
-  ``arguments``) for other tools. Its name is the kind, capitalised (``Read``, ``Shell``):
-  the names Cursor's model calls them by. The ``completed`` event's ``result`` answers it:
+  ``arguments``) for other tools. Its name is the kind, capitalised (``Read``, ``Shell``),
+  as Cursor's model names most of its tools. The ``completed`` event's ``result`` answers it:
   ``success`` as the tool's output (a read's ``content``, a shell's ``stdout``/``stderr``
   and a non-zero ``exitCode``, otherwise its fields as JSON), anything else (``error``,
   ``rejected``) as ``Error: `` and its fields. Calls made by one model call (the same
