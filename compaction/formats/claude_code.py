@@ -19,6 +19,10 @@ the rest (``progress``, ``file-history-snapshot``, ``system``, ``summary``,
 - A session killed mid-tool leaves calls unanswered: they get an explicit "no result
   recorded" result; a result whose call is not in the log is kept as a user message saying
   so. Both are reported in [`Loaded.repairs`][].
+
+What ``claude -p --output-format stream-json`` prints (and the Agent SDK's messages) is the
+same records under other names: the ``claude-code-stream`` reader renames them
+(``compaction.formats._claude_stream``) and reads them here.
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import attrs
+
 from ..adapters import AdapterError
 from ..adapters.anthropic import assistant_from_blocks, tool_from_block, user_from_blocks
 from ..memory.transcript import SYNTHETIC_KEY
 from ..messages import Message
+from ._claude_stream import log_records, sniff_claude_stream
 from .detect import Document, is_claude_code_record
 from .errors import FormatError
 from .loaded import Loaded, Repair
@@ -40,7 +47,7 @@ from .registry import Reader
 from .repair import repair
 from .validate_loaded import finish
 
-__all__ = ["READERS", "read_claude_code"]
+__all__ = ["READERS", "read_claude_code", "read_claude_stream"]
 
 SOURCE_KEY: Final = "claude_code"
 
@@ -54,6 +61,7 @@ _KEEP_FIELDS: Final = (
     "sessionId",
     "isVisibleInTranscriptOnly",
     "sourceToolUseID",
+    "parent_tool_use_id",
 )
 
 
@@ -122,6 +130,11 @@ class _Assistant:
             self.source["usage"] = usage  # the last line's usage is the message's
 
 
+def _text_id(value: Any) -> str | None:
+    """An id as text; None for anything else (a number or list is no id to keep)."""
+    return value if isinstance(value, str) and value else None
+
+
 def _malformed(record: Mapping[str, Any]) -> str | None:
     """What makes a user/assistant record unreadable (None when it is fine)."""
     message = record.get("message")
@@ -151,7 +164,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
     bad: list[Repair] = []
     for line, record in records:
         kind = record.get("type")
-        if kind not in _CHAT:
+        if not isinstance(kind, str) or kind not in _CHAT:  # a list is no type (nor hashable)
             skipped[str(kind)] += 1
             if kind == "system" and record.get("subtype") == "compact_boundary":
                 metadata = record.get("compactMetadata")
@@ -190,7 +203,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
     for line, record in chat:
         message = record["message"]
         if record["type"] == "assistant":
-            key = message.get("id") or record.get("uuid") or f"line-{line}"
+            key = _text_id(message.get("id")) or _text_id(record.get("uuid")) or f"line-{line}"
             target = assistants.get(key)
             if target is None:
                 target = assistants[key] = _Assistant(key, line, record)
@@ -199,14 +212,17 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
             for block in target.blocks:
                 if isinstance(block, Mapping) and block.get("type") == "tool_use":
                     use_id = block.get("id")
-                    if use_id is not None:  # no tool_result can name a missing id
+                    # No tool_result can name a missing id (an id that is no text is refused
+                    # when the message is built, with the block's own error).
+                    if isinstance(use_id, str):
                         claimed = owners.setdefault(use_id, [])
                         if target not in claimed:
                             claimed.append(target)
-                        names[use_id] = block.get("name")
+                        name = block.get("name")
+                        names[use_id] = name if isinstance(name, str) else None
             continue
         content = message.get("content")
-        uuid = record.get("uuid")
+        uuid = _text_id(record.get("uuid"))
         source = _source(record)
         if isinstance(content, str):
             items.append(
@@ -225,7 +241,7 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
                     result = tool_from_block(
                         block,
                         None,
-                        names.get(use_id) if use_id is not None else None,
+                        names.get(use_id) if isinstance(use_id, str) else None,
                         id=uuid,
                         meta={SOURCE_KEY: source},
                     )
@@ -291,6 +307,23 @@ def read_claude_code(doc: Document, path: str | Path, *, format: str = "claude-c
     )
 
 
+def read_claude_stream(doc: Document, path: str | Path) -> Loaded:
+    """Claude Code's printed stream (``claude -p --output-format stream-json``) or the Agent
+    SDK's messages, read as the log records they are (``compaction.formats._claude_stream``).
+
+    A sub-agent's records (``parent_tool_use_id`` set) are its own context: left out of the
+    main conversation as a log's sidechain is, counted as ``subagent``."""
+    chat, extra, odd = log_records(doc)
+    loaded = read_claude_code(Document(records=chat), path, format="claude-code-stream")
+    skipped = dict(loaded.skipped)
+    if "sidechain" in skipped:
+        skipped["subagent"] = skipped.pop("sidechain")
+    if odd:
+        skipped["not a record"] = odd
+    container = "jsonl" if doc.records is not None else "list"
+    return attrs.evolve(loaded, skipped=skipped, extra=extra, container=container)
+
+
 def _sniff(doc: Document, path: str) -> bool:
     if doc.records is not None:
         return is_claude_code_record(doc.records[0][1])
@@ -309,5 +342,15 @@ READERS = (
         read=read_claude_code,
         output="anthropic",
         priority=70,
+    ),
+    Reader(
+        name="claude-code-stream",
+        title="Claude Code headless stream (claude -p --output-format stream-json), Agent SDK",
+        shape='one {"type": "system|user|assistant|result", "session_id", "message", '
+        '"parent_tool_use_id", ...} event per line',
+        sniff=sniff_claude_stream,
+        read=read_claude_stream,
+        output="anthropic",
+        priority=30,
     ),
 )

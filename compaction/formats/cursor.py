@@ -12,6 +12,9 @@ call (of that name, when it says), and a call the transcript never answers gets 
 ``no_result`` repair, so the count of calls is right and nothing pretends to be output.
 ``thinking`` blocks are kept in ``meta``; lines without ``role`` (``turn_ended``...) are
 skipped and counted. The transcript records no usage, model or time.
+
+The CLI's printed stream (``cursor-agent -p --output-format stream-json``) is another shape,
+read by the ``cursor-stream`` reader (``compaction.formats._cursor_stream``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any, Final
 
 from ..messages import Message, ToolCall
 from ._agent_log import args_text, as_text, done, head, records, result_text, text_id
+from ._cursor_stream import READERS as STREAM_READERS
 from .detect import Document
 from .errors import FormatError
 from .loaded import Loaded
@@ -178,4 +182,5 @@ READERS = (
         output="anthropic",
         priority=40,
     ),
+    *STREAM_READERS,
 )

@@ -51,10 +51,16 @@ _STREAM: Final = frozenset({"system", "message", "tool_call", "tool_result", "co
 _REMINDER_END: Final = "</system-reminder>"
 
 
+def _typed(value: Any) -> str | None:
+    """A record's ``type`` when it is text (a list there is no type, nor hashable)."""
+    kind = value.get("type") if isinstance(value, Mapping) else None
+    return kind if isinstance(kind, str) else None
+
+
 def _stream_event(value: Any) -> bool:
     return (
         isinstance(value, Mapping)
-        and value.get("type") in _STREAM
+        and _typed(value) in _STREAM
         and ("session_id" in value or "sessionId" in value)
         and "uuid" not in value
         and not isinstance(value.get("message"), Mapping)
@@ -72,11 +78,23 @@ def _store_record(value: Any) -> bool:
     )
 
 
+#: Record types Droid never writes but the other stream-json printers do (Claude Code's and
+#: Cursor's ``user``/``assistant``/``result``, Claude's ``stream_event``, Cursor's
+#: ``thinking``): their ``system`` init record has the ``session_id`` a Droid event has.
+_OTHER_STREAMS: Final = frozenset({"user", "assistant", "result", "stream_event", "thinking"})
+
+
 def sniff_factory_droid(doc: Document, path: str | Path = "") -> bool:
-    """Droid stream-json events (``type`` with ``session_id`` and top-level ``text`` or tool
-    fields), or a session store (opening with ``session_start``)."""
+    """A session store (opening with ``session_start``), or Droid stream-json events (``type``
+    with ``session_id`` and top-level ``text`` or tool fields). A ``system`` record alone
+    says nothing (every stream-json printer opens with one), so a stream is Droid's when it
+    holds one of Droid's other events and no record type Droid never writes."""
     first = head(doc)
-    return any(_store_record(r) or _stream_event(r) for r in first)
+    if any(_store_record(r) for r in first):
+        return True
+    if any(_typed(r) in _OTHER_STREAMS for r in first):
+        return False
+    return any(_stream_event(r) and r.get("type") != "system" for r in first)
 
 
 def _source(record: Mapping[str, Any], **more: Any) -> dict[str, Any]:
