@@ -1,0 +1,44 @@
+"""What every log reader owes the command line, checked the same way for each format.
+
+A reader's file is counted, compacted to a target and read back, read again with ``--format``
+naming its reader, and refused in one line when another reader is forced on it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from compaction.formats import load
+from compaction.messages import Message
+from compaction.validate import problems
+from tests.test_cli import one_line_error, run_all
+
+
+def read_by_the_commands(
+    path: Path, name: str, wrong: str, *, target: int = 3000
+) -> tuple[dict[str, Any], tuple[Message, ...]]:
+    """Run ``count``, ``compact --target``, ``count --format name`` and ``count --format
+    wrong`` on ``path``; check what every format must give (the count is the reader's, the
+    compacted file fits the target and is a valid request, the forced reader's error names
+    it); answer the count (``count --json``) and the compacted messages."""
+    out = path.parent / f"{path.stem}.compacted.json"
+    count, compact, named, forced = run_all(
+        ["count", str(path), "--json"],
+        ["compact", str(path), "--target", str(target), "-o", str(out)],
+        ["count", str(path), "--format", name, "--json"],
+        ["count", str(path), "--format", wrong],
+    )
+    assert count.returncode == 0, count.stderr
+    counted = json.loads(count.stdout)
+    assert counted["format"] == name
+    assert counted["messages"] == len(load(path).messages)
+    assert json.loads(named.stdout)["messages"] == counted["messages"]
+    assert compact.returncode in (0, 1), compact.stderr
+    (after,) = run_all(["count", str(out), "--json"])
+    assert 0 < json.loads(after.stdout)["total"] <= target < counted["total"]
+    kept = load(out).messages
+    assert problems(kept) == []
+    assert wrong in one_line_error(forced)
+    return counted, kept
