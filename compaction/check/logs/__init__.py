@@ -51,10 +51,24 @@ the environment's outputs in order. The shape is told from the records themselve
   ``content`` (never its ``contextItems``); ``toolCalls`` (``run_terminal_command``/``Bash``,
   the file-writing tools); the call states' output, and ``tool`` items no state answered.
 
+- **Claude Code's stream** (``claude -p --output-format stream-json``, the Agent SDK's
+  messages): as a Claude Code session, a sub-agent's records (a non-null
+  ``parent_tool_use_id``) left out of the task, the actions and the outputs.
+- **Cursor's stream** (``cursor-agent -p --output-format stream-json``): the ``user`` echo of
+  the prompt; ``tool_call`` events once per ``call_id`` (``shellToolCall``,
+  ``editToolCall``/``writeToolCall``/``deleteToolCall``…); the completions' results.
+- **Codex exec** (``codex exec --json``): no task, since the stream never prints the prompt
+  (its facts are its actions' and outputs'); ``command_execution`` commands and
+  ``file_change`` paths, each item's last state; commands' output and MCP results.
+- **Gemini CLI's stream** (``gemini -p --output-format stream-json``): the ``user``
+  ``message``; ``tool_use`` events (``run_shell_command``, ``write_file``/``replace``);
+  the ``tool_result`` outputs and errors.
+
 In every format an edit whose result reports failure changed nothing. What counts as a shell
 edit is in [`compaction.check.edits`][]. A file of no shape above, or with no message a person
-typed, is refused with [`UnreadableLog`][compaction.check.logs.UnreadableLog] naming why;
-every reader is one pass over the file (Qwen Code's two: its chain, then its records).
+typed (for Codex exec, no item), is refused with
+[`UnreadableLog`][compaction.check.logs.UnreadableLog] naming why; every reader is one pass
+over the file (Qwen Code's two: its chain, then its records).
 """
 
 from __future__ import annotations
@@ -74,6 +88,7 @@ from ._gemini import is_gemini_record, read_gemini, replay_gemini
 from ._goose import is_goose_record, read_goose
 from ._opencode import is_opencode, read_opencode
 from ._qwen import is_qwen_record, read_qwen
+from ._streams import STREAM_FORMATS, read_stream, stream_kind
 from ._swe import is_mini_message, read_mini, read_swe
 
 __all__ = ["FORMATS", "Action", "Log", "UnreadableLog", "read_log"]
@@ -94,6 +109,7 @@ FORMATS: Final = (
     "goose",
     "qwen-code",
     "continue",
+    *STREAM_FORMATS,
 )
 _UNKNOWN: Final = "not a log of a format this reader knows (" + ", ".join(FORMATS) + ")"
 _DROID_TYPES: Final = frozenset({"message", "tool_call", "tool_result", "completion"})
@@ -154,6 +170,10 @@ def _document(data: Any) -> Log:
                 return read_gemini(replay_gemini([data]))
             return read_mini(data["messages"])
     if isinstance(data, list):
+        # The Claude Agent SDK's messages saved as one JSON list: the stream's records.
+        printed = [e for e in data if isinstance(e, dict)]
+        if any(stream_kind(e) for e in printed[:8]):
+            return _jsonl(printed)
         events = openhands_events(data)
         head = events[:3]
         if any("action" in e or "observation" in e for e in head):
@@ -172,6 +192,12 @@ def _kind(record: dict[str, Any]) -> str | None:
     kind = record.get("type")
     if kind in CODEX_TYPES and isinstance(record.get("payload"), dict):
         return "codex"
+    # A printed stream before the session logs whose record names it shares (Claude Code's,
+    # Factory Droid's ``message``/``tool_call``/``tool_result``); "" is a stream's record
+    # that does not say which agent printed it, left for the next to tell.
+    stream = stream_kind(record)
+    if stream is not None:
+        return stream or None
     if is_qwen_record(record):  # before Claude Code, whose records share the tree fields
         return "qwen-code"
     if is_goose_record(record):
@@ -195,6 +221,8 @@ def _kind(record: dict[str, Any]) -> str | None:
 
 def _jsonl(lines: list[dict[str, Any]]) -> Log:
     kind = next((k for k in map(_kind, lines) if k is not None), "claude-code")
+    if kind in STREAM_FORMATS:
+        return read_stream(kind, lines)
     if kind == "codex":
         return read_codex(lines)
     if kind == "copilot-cli":
