@@ -53,7 +53,8 @@ the environment's outputs in order. The shape is told from the records themselve
 
 - **Claude Code's stream** (``claude -p --output-format stream-json``, the Agent SDK's
   messages): as a Claude Code session, a sub-agent's records (a non-null
-  ``parent_tool_use_id``) left out of the task, the actions and the outputs.
+  ``parent_tool_use_id``) left out of the task, the actions and the outputs; no task when
+  the prompt was not replayed into the stream.
 - **Cursor's stream** (``cursor-agent -p --output-format stream-json``): the ``user`` echo of
   the prompt; ``tool_call`` events once per ``call_id`` (``shellToolCall``,
   ``editToolCall``/``writeToolCall``/``deleteToolCall``…); the completions' results.
@@ -66,7 +67,8 @@ the environment's outputs in order. The shape is told from the records themselve
 
 In every format an edit whose result reports failure changed nothing. What counts as a shell
 edit is in [`compaction.check.edits`][]. A file of no shape above, or with no message a person
-typed (for Codex exec, no item), is refused with
+typed (for the Claude Code and Codex exec streams, which may not print the prompt: no
+call of the run either), is refused with
 [`UnreadableLog`][compaction.check.logs.UnreadableLog] naming why; every reader is one pass
 over the file (Qwen Code's two: its chain, then its records).
 """

@@ -11,7 +11,7 @@ from typing import Any, Final
 from ..edits import shell_edits
 from ._base import Action, Log, Refused, after_marker, patch_files, path_arg, text
 
-__all__ = ["is_cline", "read_claude", "read_cline", "read_cursor", "read_droid"]
+__all__ = ["claude_run", "is_cline", "read_claude", "read_cline", "read_cursor", "read_droid"]
 
 _WRAPPERS: Final = (
     "<command-",
@@ -100,6 +100,13 @@ def read_claude(lines: Iterable[dict[str, Any]]) -> Log:
     ``<local-command-...>`` / ``<system-reminder>`` wrapper); actions are ``tool_use``
     blocks (``Bash`` gives a command; ``Edit``/``Write``/``MultiEdit``/``NotebookEdit`` a
     file), outputs are ``tool_result`` blocks."""
+    run, task = claude_run(lines)
+    return run.log("claude-code", task)
+
+
+def claude_run(lines: Iterable[dict[str, Any]]) -> tuple[_Blocks, str | None]:
+    """What ``read_claude`` reads, before a missing task is refused: Claude Code's printed
+    stream holds no prompt unless it was asked to replay it, and is read without one."""
     run = _Blocks(_CLAUDE_SHELLS, frozenset())
     task: str | None = None
     for line, record in enumerate(lines):
@@ -125,7 +132,7 @@ def read_claude(lines: Iterable[dict[str, Any]]) -> Log:
                         run.uses.append((key, Action(None, (path,))))
                 else:
                     run.call(key, name, args)
-    return run.log("claude-code", task)
+    return run, task
 
 
 _CURSOR_SHELLS: Final = frozenset({"Shell", "run_terminal_cmd", "Bash", "shell"})

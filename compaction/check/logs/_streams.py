@@ -13,11 +13,9 @@ import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-import attrs
-
 from ..edits import shell_edits
 from ._base import Action, Log, Refused, json_object, path_arg, text
-from ._claude import read_claude
+from ._claude import claude_run
 
 __all__ = ["STREAM_FORMATS", "read_stream", "stream_kind"]
 
@@ -107,7 +105,11 @@ def _read_claude_stream(lines: Iterable[dict[str, Any]]) -> Log:
     Claude Code reader. A sub-agent's records (a non-null ``parent_tool_use_id``: the ``Task``
     call that started it) are its own context, not the run's: they are left out of the task,
     the actions and the outputs, as a session log's sidechain is; the main run sees only the
-    ``Task`` call's result. ``isSynthetic`` text is the harness's, as a log's ``isMeta``."""
+    ``Task`` call's result. ``isSynthetic`` text is the harness's, as a log's ``isMeta``.
+
+    ``claude -p`` prints the prompt only when asked to replay it (``--replay-user-messages``);
+    without it the stream is read with no task, as Codex exec's is, so its actions' facts are
+    still asked. A stream with neither a prompt nor a call of the main run is refused."""
     main = []
     for record in lines:
         if record.get("parent_tool_use_id") is not None:
@@ -115,7 +117,10 @@ def _read_claude_stream(lines: Iterable[dict[str, Any]]) -> Log:
         if record.get("isSynthetic") is True:
             record = {**record, "isMeta": True}
         main.append(record)
-    return attrs.evolve(read_claude(main), format="claude-code-stream")
+    run, task = claude_run(main)
+    if task is None and not (run.uses or run.outputs):
+        raise Refused("no message a person typed and no call of the main run")
+    return run.log("claude-code-stream", task or "")
 
 
 #: Cursor's tool kinds (``<kind>ToolCall``) and function names that run a command or write a
