@@ -116,6 +116,15 @@ def test_claude_sdk_messages_saved_as_one_json_list_read_alike(tmp_path: Path) -
     assert _read(listed) == _read(p.write(tmp_path))
 
 
+def test_claude_sdk_messages_without_a_session_id_are_still_the_stream(tmp_path: Path) -> None:
+    p = _claude()
+    for row in p.rows:
+        row.pop("session_id", None)
+    fmt, task, actions, _ = _read(p.write(tmp_path))
+    assert (fmt, task) == ("claude-code-stream", "Fix the offset bug in parse.py (ticket PAR-12).")
+    assert not any(a[0] and a[0].startswith("rg ") for a in actions)  # the sub-agent's
+
+
 # --- Cursor ---------------------------------------------------------------------------------
 
 
@@ -182,7 +191,8 @@ def _codex() -> cx.Exec:
     e.item("item.completed", "file_change", changes=changes, status="completed")
     bad = [{"path": "src/never.py", "kind": "update"}]
     e.item("item.completed", "file_change", changes=bad, status="failed")
-    e.command("bash -lc 'echo x > log.txt'", "", exit_code=0)
+    e.command("/bin/zsh -lc 'echo x > log.txt'", "", exit_code=0)
+    e.command("bash -lc 'unclosed", "", exit_code=0)
     e.done(100, 0, 10)
     return e
 
@@ -197,8 +207,9 @@ def test_codex_exec_has_no_task_and_keeps_its_actions(tmp_path: Path) -> None:
             (None, ("src/dates.py", "src/tz.py")),
             (None, ()),
             ("echo x > log.txt", ("log.txt",)),
+            ("bash -lc 'unclosed", ()),  # an unclosed quote: the command as printed
         ],
-        ["F\n1 failed in 0.12s\n", ""],
+        ["F\n1 failed in 0.12s\n", "", ""],
     )
 
 

@@ -9,6 +9,7 @@ log's tree fields, so the two are told apart by their records alone (``stream_ki
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
@@ -27,6 +28,8 @@ _LOG_FIELDS: Final = ("sessionId", "parentUuid", "leafUuid")
 #: the API message itself, Cursor only the role and the content.
 _API_FIELDS: Final = ("id", "model", "usage", "stop_reason")
 _CODEX_ITEMS: Final = frozenset({"item.started", "item.updated", "item.completed"})
+#: A shell run with its script as one argument, as Codex prints its commands.
+_SHELL_C: Final = re.compile(r"^(?:/usr)?(?:/bin/)?(?:ba|z)?sh -l?c ")
 
 
 def _printed(record: Mapping[str, Any]) -> bool:
@@ -80,6 +83,11 @@ def stream_kind(record: Mapping[str, Any]) -> str | None:
             return "gemini-cli-stream" if isinstance(record.get("content"), str) else None
     if kind == "init" and isinstance(record.get("session_id"), str) and "model" in record:
         return "gemini-cli-stream"
+    no_log = not any(k in record for k in _LOG_FIELDS)
+    if kind in ("user", "assistant") and "parent_tool_use_id" in record and no_log:
+        # The Agent SDK's messages, saved by a script of the person's, may lack the
+        # ``session_id`` the CLI prints; the sub-agent link is still Claude Code's alone.
+        return "claude-code-stream"
     if _printed(record):
         found = _chat_kind(record)
         if found is not None:
@@ -206,15 +214,15 @@ def _read_cursor_stream(lines: Iterable[dict[str, Any]]) -> Log:
 
 
 def _unwrap(command: str) -> str:
-    """The script of ``bash -lc '<script>'`` (how Codex prints the commands it runs), else
-    the command as printed."""
-    if not command.startswith(("bash -", "/bin/bash -", "/usr/bin/bash -", "sh -", "zsh -")):
+    """The script of ``bash -lc '<script>'`` (how Codex prints the commands it runs: ``bash``,
+    ``zsh`` or ``sh``, by name or path), else the command as printed."""
+    if _SHELL_C.match(command) is None:
         return command
     try:
         words = shlex.split(command)
-    except ValueError:
+    except ValueError:  # an unclosed quote: not a wrapped script
         return command
-    return words[2] if len(words) == 3 and words[1] in ("-lc", "-c") else command
+    return words[2] if len(words) == 3 else command
 
 
 def _codex_output(item: Mapping[str, Any]) -> str | None:
