@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 from compaction.formats import load
 from compaction.messages import Message
 from compaction.validate import problems
@@ -42,3 +44,16 @@ def read_by_the_commands(
     assert problems(kept) == []
     assert wrong in one_line_error(forced)
     return counted, kept
+
+
+#: Values a careless or hostile writer may put in any field: a reader must read the file or
+#: refuse it with its own error, whatever it meets where it expects text, a number or a list.
+ODD_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)

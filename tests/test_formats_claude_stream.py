@@ -25,7 +25,7 @@ from compaction.memory.transcript import is_person_written, is_synthetic
 from compaction.pricing.recorded import recorded_model, recorded_usage
 from compaction.validate import problems, validate
 from tests.conftest import ROOT
-from tests.format_cli import read_by_the_commands
+from tests.format_cli import ODD_VALUES, read_by_the_commands
 from tests.test_cli import one_line_error, run_all
 
 SESSION = "0b7e9a52-1c1d-4c55-9a1e-3f0a5d2c7e11"
@@ -437,16 +437,6 @@ def test_a_deeply_nested_line_is_skipped_and_a_stream_of_no_turn_is_an_error(
         load(empty)
 
 
-_ODD = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.text(max_size=5),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-)
-
-
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObject) -> None:
@@ -458,7 +448,7 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObjec
         blocks = message["content"] if isinstance(message["content"], list) else []
         target = blocks[data.draw(st.integers(0, len(blocks) - 1))] if blocks else message
     key = data.draw(st.sampled_from(sorted(target)))
-    target[key] = data.draw(_ODD)
+    target[key] = data.draw(ODD_VALUES)
     text = "".join(json.dumps(x) + "\n" for x in rows)
     fmt = data.draw(st.sampled_from([None, "claude-code-stream"]))
     try:

@@ -18,7 +18,7 @@ from compaction.formats.logs import BOUNDARY_KEY, RECORDED_KEY
 from compaction.formats.repair import NO_RESULT
 from compaction.memory.transcript import is_note, is_person_written, is_synthetic, parse
 from compaction.validate import problems, validate
-from tests.format_cli import read_by_the_commands
+from tests.format_cli import ODD_VALUES, read_by_the_commands
 from tests.test_cli import one_line_error, run_all
 
 
@@ -355,16 +355,6 @@ def test_a_field_of_the_wrong_type_is_a_clear_error(tmp_path: Path, change: Any,
     assert says in one_line_error(result)
 
 
-_ODD = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.text(max_size=5),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-)
-
-
 def _containers(value: Any) -> list[Any]:
     """Every object and list inside ``value`` (itself first)."""
     found = [value]
@@ -383,7 +373,7 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObjec
     key = data.draw(
         st.sampled_from(sorted(target) if isinstance(target, dict) else range(len(target)))
     )
-    target[key] = data.draw(_ODD)
+    target[key] = data.draw(ODD_VALUES)
     try:
         loaded = loads(
             json.dumps(session),

@@ -22,7 +22,7 @@ from compaction.formats.repair import NO_RESULT
 from compaction.memory.transcript import is_person_written
 from compaction.pricing.recorded import call_time, recorded_usage
 from compaction.validate import problems, validate
-from tests.format_cli import read_by_the_commands
+from tests.format_cli import ODD_VALUES, read_by_the_commands
 from tests.test_cli import one_line_error, run_all
 
 SESSION = "c6b62c6f-0000-4fd6-9922-e952131177ff"
@@ -350,16 +350,6 @@ def test_a_deeply_nested_line_is_skipped_and_a_stream_of_no_turn_is_an_error(
         load(empty)
 
 
-_ODD = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.text(max_size=5),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-)
-
-
 def _spots(value: Any, depth: int = 0) -> list[tuple[Any, Any]]:
     """Every (container, key) in ``value`` a test may set, down to four levels."""
     found: list[tuple[Any, Any]] = []
@@ -379,7 +369,7 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObjec
     rows = json.loads(json.dumps(documented_run().rows))
     row = data.draw(st.sampled_from(rows))
     container, key = data.draw(st.sampled_from(_spots(row)))
-    container[key] = data.draw(_ODD)
+    container[key] = data.draw(ODD_VALUES)
     text = "".join(json.dumps(x) + "\n" for x in rows)
     fmt = data.draw(st.sampled_from([None, "cursor-stream"]))
     try:

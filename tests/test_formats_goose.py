@@ -16,6 +16,7 @@ from compaction.formats import FormatError, detect_format, load, loads
 from compaction.formats.repair import NO_RESULT
 from compaction.memory.transcript import SYNTHETIC_KEY, is_person_written
 from compaction.validate import problems
+from tests.format_cli import ODD_VALUES
 from tests.test_cli import call, run_all
 
 T0 = 1_750_000_000  # seconds
@@ -312,16 +313,6 @@ def test_sniff_takes_no_plain_chat() -> None:
         )
 
 
-_ODD = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.text(max_size=5),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-)
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_any_field_set_to_an_odd_value_reads_or_fails_clearly(data: st.DataObject) -> None:
@@ -332,7 +323,7 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_clearly(data: st.DataObjec
     else:
         target = record
     key = data.draw(st.sampled_from(sorted(target)))
-    target[key] = data.draw(_ODD)
+    target[key] = data.draw(ODD_VALUES)
     body = "\n".join(json.dumps(r) for r in [METADATA, *records])
     try:
         loaded = loads(body, name="s.jsonl", format="goose")

@@ -16,6 +16,7 @@ from compaction.formats.repair import NO_RESULT
 from compaction.memory.transcript import SYNTHETIC_KEY, is_person_written
 from compaction.pricing.recorded import recorded_usage
 from compaction.validate import problems
+from tests.format_cli import ODD_VALUES
 from tests.test_cli import call, run_all
 
 T0 = 1_750_000_000_000  # ms
@@ -300,16 +301,6 @@ def test_sniff_takes_no_plain_chat_or_other_object() -> None:
         loads(json.dumps(empty))
 
 
-_ODD = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.text(max_size=5),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-)
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_any_field_set_to_an_odd_value_reads_or_fails_clearly(data: st.DataObject) -> None:
@@ -318,14 +309,14 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_clearly(data: st.DataObjec
     where = data.draw(st.sampled_from(["info", "part", "state"]))
     if where == "info":
         key = data.draw(st.sampled_from(sorted(message["info"])))
-        message["info"][key] = data.draw(_ODD)
+        message["info"][key] = data.draw(ODD_VALUES)
     else:
         part = data.draw(st.sampled_from(message["parts"]))
         target = (
             part.get("state") if where == "state" and isinstance(part.get("state"), dict) else part
         )
         key = data.draw(st.sampled_from(sorted(target)))
-        target[key] = data.draw(_ODD)
+        target[key] = data.draw(ODD_VALUES)
     try:
         loaded = loads(json.dumps(doc), format="opencode")
     except FormatError as exc:

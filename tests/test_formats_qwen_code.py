@@ -18,7 +18,7 @@ from compaction.formats.logs import BOUNDARY_KEY, RECORDED_KEY
 from compaction.formats.repair import NO_RESULT
 from compaction.memory.transcript import is_note, is_person_written, is_synthetic, parse
 from compaction.validate import problems, validate
-from tests.format_cli import read_by_the_commands
+from tests.format_cli import ODD_VALUES, read_by_the_commands
 from tests.test_cli import one_line_error, run_all
 
 
@@ -371,16 +371,6 @@ def test_a_deeply_nested_line_is_skipped_and_a_file_of_nothing_readable_is_an_er
         load(empty, format="qwen-code")
 
 
-_ODD = st.one_of(
-    st.none(),
-    st.booleans(),
-    st.integers(),
-    st.text(max_size=5),
-    st.lists(st.integers(), max_size=2),
-    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
-)
-
-
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObject) -> None:
@@ -391,7 +381,7 @@ def test_any_field_set_to_an_odd_value_reads_or_fails_cleanly(data: st.DataObjec
         parts = row["message"]["parts"]
         target = parts[data.draw(st.integers(0, len(parts) - 1))] if parts else row
     key = data.draw(st.sampled_from(sorted(target)))
-    target[key] = data.draw(_ODD)
+    target[key] = data.draw(ODD_VALUES)
     text = "".join(json.dumps(x) + "\n" for x in rows)
     try:
         loaded = loads(
