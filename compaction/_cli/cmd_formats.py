@@ -33,27 +33,26 @@ def _listing() -> list[dict[str, Any]]:
 
 
 def _detect(path: str) -> dict[str, Any]:
-    from .._reading import InputFileError, open_regular
+    from pathlib import Path
+
+    from .._reading import InputFileError
     from ..formats import FormatError
-    from ..formats._stream import parse_stream
     from ..formats.detect import unreadable
     from ..formats.registry import considered, detect
-    from .inputs import MAX_TRANSCRIPT_BYTES
+    from .errors import describe
+    from .inputs import parse
 
     # Opened as every command opens its input: a regular file, never through a symlink (a
     # FIFO would block the command, a link would show what some other file holds).
     try:
-        try:
-            with open_regular(path, MAX_TRANSCRIPT_BYTES, "transcript") as stream:
-                doc = parse_stream(stream, path, limit=MAX_TRANSCRIPT_BYTES)
-        except InputFileError as exc:
-            raise FormatError(path, exc.strerror or "cannot read the file") from None
-        except FormatError:
-            raise
-        except OSError as exc:
-            raise unreadable(path, exc) from None
+        doc = parse(Path(path))
     except FormatError as exc:
         return {"file": path, "format": None, "considered": [], "error": str(exc)}
+    except InputFileError as exc:
+        return {"file": path, "format": None, "considered": [], "error": describe(exc)}
+    except OSError as exc:
+        error = str(unreadable(path, exc))
+        return {"file": path, "format": None, "considered": [], "error": error}
     tried = considered(doc, path)
     chosen = next((name for name, yes in tried if yes), None)
     out: dict[str, Any] = {"file": path, "format": chosen, "considered": [n for n, _ in tried]}

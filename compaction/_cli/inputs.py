@@ -106,13 +106,23 @@ def load(source: Source | Path, format: str | None = None) -> Any:
     format, or the one ``format`` names), read as [`read_input`][] reads it: a file is
     opened with the same checks and parsed from its stream (a JSONL log a line at a time, so
     its bytes and text are never held along with its records)."""
-    from ..formats import load_stream, loads
+    from ..formats import loads
+    from ..formats.registry import read_document
 
     if isinstance(source, Source) and source.stdin:
         return loads(read_input(source), STDIN_NAME, format)
     path = source.path if isinstance(source, Source) else source
+    return read_document(parse(path), str(path), format)
+
+
+def parse(path: Path) -> Any:
+    """The parsed [`Document`][compaction.formats.detect.Document] of the file at ``path``,
+    opened as [`read_input`][] opens it (a regular file, never through a symlink, bounded)
+    and parsed from its stream."""
+    from ..formats._stream import parse_stream
+
     with open_regular(path, MAX_TRANSCRIPT_BYTES, "transcript") as stream:
-        return load_stream(stream, str(path), format, limit=MAX_TRANSCRIPT_BYTES)
+        return parse_stream(stream, str(path), limit=MAX_TRANSCRIPT_BYTES)
 
 
 def output_format(loaded: Any, to: str | None) -> str:
