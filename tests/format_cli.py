@@ -1,4 +1,5 @@
-"""What every log reader owes the command line, checked the same way for each format.
+"""What every log reader owes the command line (and the check), checked the same way for each
+format.
 
 A reader's file is counted, compacted to a target and read back, read again with ``--format``
 naming its reader, and refused in one line when another reader is forced on it.
@@ -7,6 +8,7 @@ naming its reader, and refused in one line when another reader is forced on it.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,26 @@ def read_by_the_commands(
     assert problems(kept) == []
     assert wrong in one_line_error(forced)
     return counted, kept
+
+
+def check_reports_facts(paths: Sequence[Path], cwd: Path) -> None:
+    """Run ``compaction check`` on each log: each is read (nothing unread, no note saying its
+    facts could not be read), compacted at least once, and asked at least one fact."""
+    results = run_all(
+        *(
+            ["check", str(p), "--price", "claude-sonnet-4-5", "--window", "20%", "--json"]
+            for p in paths
+        ),
+        cwd=cwd,
+    )
+    for path, result in zip(paths, results, strict=True):
+        assert result.returncode in (0, 1), (path.name, result.returncode, result.stderr)
+        assert "Traceback" not in result.stderr
+        report = json.loads(result.stdout)
+        assert not report["unread"], (path.name, report["unread"])
+        (log,) = report["logs"]
+        assert log["facts_note"] == "", (path.name, log["facts_note"])
+        assert log["compactions"] >= 1 and log["facts"][1] >= 1, (path.name, log)
 
 
 #: Values a careless or hostile writer may put in any field: a reader must read the file or

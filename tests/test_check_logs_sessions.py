@@ -17,12 +17,12 @@ from hypothesis import strategies as st
 
 from compaction.check import UnreadableLog, facts, read_log
 from compaction.check.logs import FORMATS, Log
+from tests.format_cli import check_reports_facts
 
 from . import test_formats_continue as cont
 from . import test_formats_goose as goose
 from . import test_formats_opencode as oc
 from . import test_formats_qwen_code as qwen
-from .test_cli import run_all
 
 Read = tuple[str, str, list[tuple[str | None, tuple[str, ...]]], list[str]]
 
@@ -372,21 +372,7 @@ def test_the_command_reports_facts_for_each_format(tmp_path: Path) -> None:
     paths = [make(tmp_path) for make in makers]
     for path in paths:
         assert read_log(path).task == TASK
-    results = run_all(
-        *(
-            ["check", str(p), "--price", "claude-sonnet-4-5", "--window", "20%", "--json"]
-            for p in paths
-        ),
-        cwd=tmp_path,
-    )
-    for path, result in zip(paths, results, strict=True):
-        assert result.returncode in (0, 1), (path.name, result.returncode, result.stderr)
-        assert "Traceback" not in result.stderr
-        report = json.loads(result.stdout)
-        assert not report["unread"], (path.name, report["unread"])
-        (log,) = report["logs"]
-        assert log["facts_note"] == "", (path.name, log["facts_note"])
-        assert log["compactions"] >= 1 and log["facts"][1] >= 1, (path.name, log)
+    check_reports_facts(paths, tmp_path)
 
 
 # --- hostile input --------------------------------------------------------------------------
